@@ -1,0 +1,106 @@
+//! The token-sequence digest (SPEC §4).
+//!
+//! `sha256(b"nemo-gym-tokens" ++ [1] ++ u64_be(count) ++ u64_be(token)*)`, except that the
+//! empty sequence hashes the domain alone. Token ids are stored as `u32`, so the "negative id"
+//! error of the reference cannot arise here: negative ids are refused when a record is read.
+
+use sha2::{Digest, Sha256};
+
+use super::seq::TokenSeq;
+
+const DOMAIN: &[u8] = b"nemo-gym-tokens";
+const DIGEST_VERSION: u8 = 1;
+/// Tokens encoded per hasher update; large enough to amortize the call, small enough for L1.
+const BATCH: usize = 1024;
+
+/// Digest of a token slice.
+pub fn digest(tokens: &[u32]) -> String {
+    digest_chunks(tokens.len(), std::iter::once(tokens))
+}
+
+/// Digest of the first `n` tokens of `seq` (of all of it when `n >= len`).
+pub fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
+    let n = n.min(seq.len());
+    digest_chunks(n, seq.chunks_up_to(n))
+}
+
+/// Digest of `count` tokens delivered as consecutive chunks.
+fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u32]>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(DOMAIN);
+    if count > 0 {
+        hasher.update([DIGEST_VERSION]);
+        hasher.update((count as u64).to_be_bytes());
+        let mut buffer = [0u8; BATCH * 8];
+        for chunk in chunks {
+            for batch in chunk.chunks(BATCH) {
+                for (slot, token) in buffer.chunks_exact_mut(8).zip(batch) {
+                    slot.copy_from_slice(&u64::from(*token).to_be_bytes());
+                }
+                hasher.update(&buffer[..batch.len() * 8]);
+            }
+        }
+    }
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 15)] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_sequence_hashes_the_domain_alone() {
+        // sha256(b"nemo-gym-tokens"), as the reference computes it.
+        let expected = hex(&Sha256::digest(DOMAIN));
+        assert_eq!(digest(&[]), expected);
+        assert_eq!(
+            digest(&[]),
+            "2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763"
+        );
+    }
+
+    #[test]
+    fn known_sequences() {
+        // Values computed with the reference `compute_digest`.
+        assert_eq!(
+            digest(&[1, 2, 3]),
+            "bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54"
+        );
+    }
+
+    #[test]
+    fn encoding_layout() {
+        let mut manual = Vec::new();
+        manual.extend_from_slice(DOMAIN);
+        manual.push(1);
+        manual.extend_from_slice(&2u64.to_be_bytes());
+        manual.extend_from_slice(&7u64.to_be_bytes());
+        manual.extend_from_slice(&(u64::from(u32::MAX)).to_be_bytes());
+        assert_eq!(digest(&[7, u32::MAX]), hex(&Sha256::digest(&manual)));
+    }
+
+    #[test]
+    fn prefix_digest_matches_slice_digest_across_chunks() {
+        let tokens: Vec<u32> = (0..5000).collect();
+        let seq = TokenSeq::from(tokens[..1500].to_vec())
+            .append(tokens[1500..1501].to_vec().into())
+            .append(tokens[1501..].to_vec().into());
+        for n in [0, 1, 1024, 1500, 1501, 1502, 4999, 5000, 9000] {
+            assert_eq!(
+                digest_prefix(&seq, n),
+                digest(&tokens[..n.min(5000)]),
+                "n={n}"
+            );
+        }
+    }
+}

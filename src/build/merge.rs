@@ -1,0 +1,766 @@
+//! `prefix_merging`: chain a rollout's records into trees and chains (SPEC §5, steps 1–9).
+//!
+//! The result keeps every intermediate decision (which record was a duplicate, which delta
+//! could not be rebuilt, why each call got the parent it got) because the panes show them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use super::digest::{digest, digest_prefix};
+use super::seq::TokenSeq;
+use crate::store::{ParentResolution, TokenRecord};
+
+/// Why a recorded parent link was not used as recorded (or why a record was set aside).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkNote {
+    /// The record says `unresolved`.
+    ParentUnresolved,
+    /// `resolved` without a parent id.
+    ResolvedParentMissingId,
+    /// The parent is absent; a unique longest-prefix candidate took its place.
+    ParentCallIdMissingRecovered,
+    /// The parent is absent and no unique candidate exists.
+    ParentCallIdMissing,
+    /// The parent is present but the prompt does not extend its cumulative sequence.
+    ParentDigestMismatch,
+    /// The record carries no parent decision at all.
+    MissingResolution,
+    /// A later record for the same call id carries different tokens.
+    DuplicateCallIdConflict,
+    /// A delta prompt whose parent chain cannot be rebuilt exactly.
+    DeltaChainUnreconstructable,
+}
+
+impl LinkNote {
+    /// The reference's name for this note.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkNote::ParentUnresolved => "parent_unresolved",
+            LinkNote::ResolvedParentMissingId => "resolved_parent_missing_id",
+            LinkNote::ParentCallIdMissingRecovered => "parent_call_id_missing_recovered",
+            LinkNote::ParentCallIdMissing => "parent_call_id_missing",
+            LinkNote::ParentDigestMismatch => "parent_digest_mismatch",
+            LinkNote::MissingResolution => "missing_resolution",
+            LinkNote::DuplicateCallIdConflict => "duplicate_call_id_conflict",
+            LinkNote::DeltaChainUnreconstructable => "delta_chain_unreconstructable",
+        }
+    }
+
+    /// Whether the note leaves an unresolved boundary (everything but a recovery).
+    pub fn is_boundary(self) -> bool {
+        self != LinkNote::ParentCallIdMissingRecovered
+    }
+}
+
+impl fmt::Display for LinkNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the build did with one input record (indexed like the input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordFate {
+    /// Placed as node `usize` of [`BuildOutput::nodes`].
+    Placed(usize),
+    /// A byte-for-byte repeat (same tokens) of input record `usize`; ignored.
+    Duplicate(usize),
+    /// Same call id as input record `usize` with different tokens.
+    Conflict(usize),
+    /// A delta record whose full prompt cannot be rebuilt.
+    DeltaBroken,
+    /// No generated tokens: no training signal, left out of the chains.
+    EmptyGeneration,
+}
+
+/// A placed call.
+#[derive(Clone, Debug)]
+pub struct CallNode {
+    /// Index of the record in the build input.
+    pub record: usize,
+    /// Full prompt (materialized for delta records, shared with the parent's tokens).
+    pub prompt: TokenSeq,
+    /// Prompt followed by the generation.
+    pub cumulative: TokenSeq,
+    /// Parent node, if linked.
+    pub parent: Option<usize>,
+    /// Child nodes, in placement order.
+    pub children: Vec<usize>,
+    /// Set aside as a retry sibling the harness did not keep.
+    pub quarantined: bool,
+    /// Why the recorded link was not used as recorded.
+    pub note: Option<LinkNote>,
+}
+
+impl CallNode {
+    /// Whether this call starts a fragment after an unproven boundary.
+    pub fn unresolved_boundary(&self) -> bool {
+        self.note.is_some_and(LinkNote::is_boundary)
+    }
+}
+
+/// One link of a chain.
+#[derive(Clone, Debug)]
+pub struct ChainLink {
+    /// The node.
+    pub node: usize,
+    /// Prompt positions `[start, end)` that are environment tokens added since the previous
+    /// link's cumulative sequence (empty for the first link).
+    pub interstitial: (usize, usize),
+}
+
+impl ChainLink {
+    /// Number of interstitial tokens.
+    pub fn interstitial_len(&self) -> usize {
+        self.interstitial.1 - self.interstitial.0
+    }
+}
+
+/// A root-to-leaf path of non-quarantined calls.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    /// `main` or `branch-N`.
+    pub chain_id: String,
+    /// Links from root to leaf.
+    pub links: Vec<ChainLink>,
+    /// Prompt length of the root call.
+    pub root_prompt_len: usize,
+}
+
+/// Counts and lists describing what the build kept, dropped or could not resolve.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BuildNotes {
+    /// Root calls (quarantined ones included).
+    pub roots: usize,
+    /// Chains built.
+    pub chains: usize,
+    /// Generated tokens of every non-empty surviving call.
+    pub generated_tokens_captured: usize,
+    /// Generated tokens of the main chain.
+    pub generated_tokens_delivered: usize,
+    /// delivered / captured, rounded to 4 decimals.
+    pub delivered_fraction: f64,
+    /// Retry siblings whose kept generation is unknown.
+    pub unresolved_retries: Vec<String>,
+    /// Calls that generated nothing.
+    pub empty_generation_calls: Vec<String>,
+    /// Count of each link note.
+    pub parent_link_failures: BTreeMap<String, usize>,
+    /// Calls that begin a fragment after an unproven boundary.
+    pub unresolved_parent_calls: Vec<String>,
+    /// The terminal call the selection was anchored to, if any.
+    pub terminal_call_id: Option<String>,
+    /// Which chain delivered the terminal call ("" when none did).
+    pub terminal_chain: String,
+}
+
+/// The builder's result.
+#[derive(Clone, Debug, Default)]
+pub struct BuildOutput {
+    /// Placed calls, in placement order (prompt length, call id).
+    pub nodes: Vec<CallNode>,
+    /// What became of each input record.
+    pub fates: Vec<RecordFate>,
+    /// Chains; the one named `main` is delivered.
+    pub chains: Vec<Chain>,
+    /// Index of the main chain in `chains`.
+    pub main: Option<usize>,
+    /// Quarantined call ids, in the order they were quarantined.
+    pub quarantined: Vec<String>,
+    /// Notes.
+    pub notes: BuildNotes,
+}
+
+impl BuildOutput {
+    /// The delivered chain.
+    pub fn main_chain(&self) -> Option<&Chain> {
+        self.main.map(|i| &self.chains[i])
+    }
+
+    /// Node of a call id, if placed.
+    pub fn node_of(&self, records: &[TokenRecord], call_id: &str) -> Option<usize> {
+        self.nodes
+            .iter()
+            .position(|n| records[n.record].model_call_id == call_id)
+    }
+}
+
+/// Options of a build.
+#[derive(Clone, Debug, Default)]
+pub struct BuildOptions {
+    /// Anchor chain selection on the chain that ends at this call.
+    pub terminal_call_id: Option<String>,
+}
+
+/// Per-record token sequences after delta materialization.
+struct Materialized {
+    prompt: TokenSeq,
+    cumulative: TokenSeq,
+}
+
+/// Run `prefix_merging` over records in file order.
+pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildOutput {
+    let mut fates: Vec<Option<RecordFate>> = vec![None; records.len()];
+    let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unresolved_parent_calls = Vec::new();
+    let count = |failures: &mut BTreeMap<String, usize>, note: LinkNote| {
+        *failures.entry(note.as_str().to_owned()).or_default() += 1;
+    };
+
+    // Step 1: dedupe by call id, the first record wins.
+    let mut first_by_id: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+    let mut kept: Vec<usize> = Vec::with_capacity(records.len());
+    for (index, record) in records.iter().enumerate() {
+        match first_by_id.get(record.model_call_id.as_str()) {
+            None => {
+                first_by_id.insert(&record.model_call_id, index);
+                kept.push(index);
+            }
+            Some(&first) => {
+                let earlier = &records[first];
+                let same = earlier.prompt_token_ids == record.prompt_token_ids
+                    && earlier.generation_token_ids == record.generation_token_ids;
+                if same {
+                    fates[index] = Some(RecordFate::Duplicate(first));
+                } else {
+                    fates[index] = Some(RecordFate::Conflict(first));
+                    count(&mut failures, LinkNote::DuplicateCallIdConflict);
+                    unresolved_parent_calls.push(record.model_call_id.clone());
+                }
+            }
+        }
+    }
+
+    // Step 2: materialize delta prompts.
+    let materialized = materialize(records, &kept, &first_by_id);
+    let mut survivors: Vec<usize> = Vec::with_capacity(kept.len());
+    let mut delta_broken = Vec::new();
+    for &index in &kept {
+        match &materialized[index] {
+            Some(_) => survivors.push(index),
+            None => {
+                fates[index] = Some(RecordFate::DeltaBroken);
+                delta_broken.push(records[index].model_call_id.clone());
+            }
+        }
+    }
+    for id in delta_broken {
+        count(&mut failures, LinkNote::DeltaChainUnreconstructable);
+        unresolved_parent_calls.push(id);
+    }
+
+    // Step 3: drop empty generations.
+    let mut empty_generation_calls = Vec::new();
+    survivors.retain(|&index| {
+        let empty = records[index].generation_token_ids.is_empty();
+        if empty {
+            fates[index] = Some(RecordFate::EmptyGeneration);
+            empty_generation_calls.push(records[index].model_call_id.clone());
+        }
+        !empty
+    });
+
+    let mut out = BuildOutput {
+        notes: BuildNotes {
+            empty_generation_calls,
+            terminal_call_id: options.terminal_call_id.clone(),
+            ..BuildNotes::default()
+        },
+        ..BuildOutput::default()
+    };
+
+    // Step 4: order by (prompt length, call id).
+    let prompt_len = |index: usize| materialized[index].as_ref().unwrap().prompt.len();
+    survivors.sort_by(|&a, &b| {
+        prompt_len(a)
+            .cmp(&prompt_len(b))
+            .then_with(|| records[a].model_call_id.cmp(&records[b].model_call_id))
+    });
+
+    // Step 5: resolve parents against the calls already placed.
+    let surviving_ids: HashMap<&str, ()> = survivors
+        .iter()
+        .map(|&i| (records[i].model_call_id.as_str(), ()))
+        .collect();
+    let needs_index = survivors.iter().any(|&i| {
+        records[i]
+            .parent_call_id
+            .as_deref()
+            .is_some_and(|p| !surviving_ids.contains_key(p))
+    });
+    let mut prefix_index = needs_index.then(PrefixIndex::default);
+    let mut node_by_id: HashMap<&str, usize> = HashMap::with_capacity(survivors.len());
+    let mut digest_consistent: Vec<Option<bool>> = Vec::with_capacity(survivors.len());
+    for &index in &survivors {
+        let record = &records[index];
+        let seqs = materialized[index].as_ref().unwrap();
+        let node_index = out.nodes.len();
+        let (parent, note) = resolve_parent(
+            record,
+            &seqs.prompt,
+            records,
+            &out.nodes,
+            &node_by_id,
+            prefix_index.as_ref(),
+            &mut digest_consistent,
+        );
+        if let Some(note) = note {
+            count(&mut failures, note);
+            if note.is_boundary() {
+                unresolved_parent_calls.push(record.model_call_id.clone());
+            }
+        }
+        match parent {
+            Some(parent) => out.nodes[parent].children.push(node_index),
+            None => out.notes.roots += 1,
+        }
+        out.nodes.push(CallNode {
+            record: index,
+            prompt: seqs.prompt.clone(),
+            cumulative: seqs.cumulative.clone(),
+            parent,
+            children: Vec::new(),
+            quarantined: false,
+            note,
+        });
+        digest_consistent.push(None);
+        if let Some(prefix_index) = prefix_index.as_mut() {
+            prefix_index.add(node_index, &seqs.cumulative);
+        }
+        node_by_id.insert(&record.model_call_id, node_index);
+        fates[index] = Some(RecordFate::Placed(node_index));
+    }
+
+    // Step 6: retry siblings.
+    resolve_retries(records, &mut out);
+
+    // Step 7: one chain per leaf.
+    build_chains(&mut out);
+
+    // Step 8: choose the main chain.
+    select_main(records, options.terminal_call_id.as_deref(), &mut out);
+
+    // Step 9: notes.
+    let captured: usize = survivors
+        .iter()
+        .map(|&i| records[i].generation_token_ids.len())
+        .sum();
+    let delivered: usize = out.main_chain().map_or(0, |chain| {
+        chain
+            .links
+            .iter()
+            .map(|l| records[out.nodes[l.node].record].generation_token_ids.len())
+            .sum()
+    });
+    out.notes.chains = out.chains.len();
+    out.notes.generated_tokens_captured = captured;
+    out.notes.generated_tokens_delivered = delivered;
+    out.notes.delivered_fraction = if captured > 0 {
+        round4(delivered as f64 / captured as f64)
+    } else {
+        0.0
+    };
+    out.notes.parent_link_failures = failures;
+    out.notes.unresolved_parent_calls = unresolved_parent_calls;
+    out.fates = fates
+        .into_iter()
+        .map(|f| f.expect("every record has a fate"))
+        .collect();
+    out
+}
+
+/// Round like Python's `round(x, 4)` (correctly rounded, ties to even on the exact value).
+pub fn round4(x: f64) -> f64 {
+    format!("{x:.4}").parse().unwrap_or(x)
+}
+
+/// Step 2: rebuild the full prompt of every kept record; `None` marks a broken delta.
+///
+/// Walks are iterative and memoized: a delta chain can be thousands of calls long.
+fn materialize(
+    records: &[TokenRecord],
+    kept: &[usize],
+    first_by_id: &HashMap<&str, usize>,
+) -> Vec<Option<Materialized>> {
+    // Cumulative sequence of each kept record: None = not computed yet, Some(None) = broken.
+    let mut cumulative: Vec<Option<Option<TokenSeq>>> = vec![None; records.len()];
+    let mut prompts: Vec<Option<TokenSeq>> = vec![None; records.len()];
+    let mut walking = vec![false; records.len()];
+    for &start in kept {
+        if cumulative[start].is_some() {
+            continue;
+        }
+        // Walk up until a full-prompt record, a computed one, a missing parent or a cycle.
+        let mut stack = vec![start];
+        walking[start] = true;
+        let mut base: Option<TokenSeq>;
+        loop {
+            let top = *stack.last().unwrap();
+            let record = &records[top];
+            if !record.prompt_is_delta {
+                stack.pop();
+                walking[top] = false;
+                let prompt = TokenSeq::from_chunk(record.prompt_token_ids.clone());
+                let cum = prompt.append(record.generation_token_ids.clone());
+                prompts[top] = Some(prompt);
+                cumulative[top] = Some(Some(cum.clone()));
+                base = Some(cum);
+                break;
+            }
+            let parent = record
+                .parent_call_id
+                .as_deref()
+                .and_then(|id| first_by_id.get(id).copied());
+            match parent {
+                Some(p) if cumulative[p].is_some() => {
+                    base = cumulative[p].clone().unwrap();
+                    break;
+                }
+                Some(p) if !walking[p] => {
+                    walking[p] = true;
+                    stack.push(p);
+                }
+                _ => {
+                    base = None;
+                    break;
+                }
+            }
+        }
+        // Unwind: each delta's cumulative extends its parent's.
+        while let Some(top) = stack.pop() {
+            walking[top] = false;
+            let record = &records[top];
+            match base {
+                Some(parent_cum) => {
+                    let prompt = parent_cum.append(record.prompt_token_ids.clone());
+                    let cum = prompt.append(record.generation_token_ids.clone());
+                    prompts[top] = Some(prompt);
+                    cumulative[top] = Some(Some(cum.clone()));
+                    base = Some(cum);
+                }
+                None => cumulative[top] = Some(None),
+            }
+        }
+    }
+    let mut out: Vec<Option<Materialized>> = (0..records.len()).map(|_| None).collect();
+    for &index in kept {
+        let record = &records[index];
+        let Some(Some(cum)) = &cumulative[index] else {
+            continue;
+        };
+        if record.prompt_is_delta
+            && let Some(expected) = record.digest.as_deref().filter(|d| !d.is_empty())
+            && digest_prefix(cum, cum.len()) != expected
+        {
+            continue;
+        }
+        out[index] = Some(Materialized {
+            prompt: prompts[index].clone().unwrap(),
+            cumulative: cum.clone(),
+        });
+    }
+    out
+}
+
+/// Step 5 for one call: its parent node and the note explaining any deviation.
+fn resolve_parent(
+    record: &TokenRecord,
+    prompt: &TokenSeq,
+    records: &[TokenRecord],
+    nodes: &[CallNode],
+    node_by_id: &HashMap<&str, usize>,
+    prefix_index: Option<&PrefixIndex>,
+    digest_consistent: &mut [Option<bool>],
+) -> (Option<usize>, Option<LinkNote>) {
+    match record.parent_resolution {
+        Some(ParentResolution::Root) => return (None, None),
+        Some(ParentResolution::Unresolved) => return (None, Some(LinkNote::ParentUnresolved)),
+        _ => {}
+    }
+    let claimed = record.parent_call_id.as_deref();
+    if record.parent_resolution != Some(ParentResolution::Resolved) && claimed.is_none() {
+        return (None, Some(LinkNote::MissingResolution));
+    }
+    let Some(claimed) = claimed else {
+        return (None, Some(LinkNote::ResolvedParentMissingId));
+    };
+    let Some(&parent) = node_by_id.get(claimed) else {
+        // An absent parent is no evidence of conflict: look for a unique surviving ancestor.
+        return match prefix_index.and_then(|index| index.infer_parent(prompt, nodes)) {
+            Some(found) => (Some(found), Some(LinkNote::ParentCallIdMissingRecovered)),
+            None => (None, Some(LinkNote::ParentCallIdMissing)),
+        };
+    };
+    let parent_node = &nodes[parent];
+    let parent_record = &records[parent_node.record];
+    let parent_cum = &parent_node.cumulative;
+    let claimed_len = parent_record.cum_len.unwrap_or(parent_cum.len() as i64);
+    if claimed_len > prompt.len() as i64 {
+        return (None, Some(LinkNote::ParentDigestMismatch));
+    }
+    // Python slice semantics for a negative length.
+    let n = if claimed_len < 0 {
+        (prompt.len() as i64 + claimed_len).max(0) as usize
+    } else {
+        claimed_len as usize
+    };
+    let recorded = parent_record.digest.as_deref().filter(|d| !d.is_empty());
+    // The expected digest is the parent's own cumulative digest when it is consistent, so the
+    // check is a token comparison; only an inconsistent parent needs the prefix hashed.
+    let consistent = *digest_consistent[parent].get_or_insert_with(|| {
+        recorded.is_none_or(|d| digest_prefix(parent_cum, parent_cum.len()) == d)
+    });
+    let holds = if consistent {
+        n == parent_cum.len() && prompt.starts_with(parent_cum)
+    } else {
+        Some(digest_prefix(prompt, n).as_str()) == recorded
+    };
+    if holds {
+        (Some(parent), None)
+    } else {
+        (None, Some(LinkNote::ParentDigestMismatch))
+    }
+}
+
+/// Longest-prefix lookup over placed calls' cumulative sequences.
+///
+/// Keys are (length, polynomial hash of the prefix), so a lookup is one pass over the prompt;
+/// hits are confirmed token by token, so hash collisions cannot link unrelated calls.
+#[derive(Default)]
+struct PrefixIndex {
+    by_key: HashMap<(usize, u64), Vec<usize>>,
+    lengths: std::collections::HashSet<usize>,
+}
+
+const HASH_BASE: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn roll(hash: u64, token: u32) -> u64 {
+    hash.wrapping_mul(HASH_BASE)
+        .wrapping_add(u64::from(token) + 1)
+}
+
+impl PrefixIndex {
+    fn add(&mut self, node: usize, cumulative: &TokenSeq) {
+        let hash = cumulative.iter().fold(0u64, roll);
+        self.by_key
+            .entry((cumulative.len(), hash))
+            .or_default()
+            .push(node);
+        self.lengths.insert(cumulative.len());
+    }
+
+    /// The unique node whose cumulative sequence is the longest prefix of `prompt`.
+    fn infer_parent(&self, prompt: &TokenSeq, nodes: &[CallNode]) -> Option<usize> {
+        let mut hits: Vec<(usize, u64)> = Vec::new();
+        let mut hash = 0u64;
+        for (position, token) in prompt.iter().enumerate() {
+            hash = roll(hash, token);
+            if self.lengths.contains(&(position + 1))
+                && self.by_key.contains_key(&(position + 1, hash))
+            {
+                hits.push((position + 1, hash));
+            }
+        }
+        for key in hits.iter().rev() {
+            let matching: Vec<usize> = self.by_key[key]
+                .iter()
+                .copied()
+                .filter(|&n| prompt.starts_with(&nodes[n].cumulative))
+                .collect();
+            match matching.len() {
+                0 => continue,
+                1 => return Some(matching[0]),
+                _ => return None, // identical candidates: ambiguous
+            }
+        }
+        None
+    }
+}
+
+/// Step 6: among siblings with identical prompts keep the extended one(s).
+fn resolve_retries(records: &[TokenRecord], out: &mut BuildOutput) {
+    // Parent groups in order of their first placed member (all roots form one group).
+    let mut group_of_parent: HashMap<Option<usize>, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (index, node) in out.nodes.iter().enumerate() {
+        let group = *group_of_parent.entry(node.parent).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[group].push(index);
+    }
+    for group in groups {
+        for retry_group in identical_prompt_groups(&out.nodes, &group) {
+            if retry_group.len() < 2 {
+                continue;
+            }
+            let extended: Vec<usize> = retry_group
+                .iter()
+                .copied()
+                .filter(|&n| {
+                    out.nodes[n]
+                        .children
+                        .iter()
+                        .any(|&c| !out.nodes[c].quarantined)
+                })
+                .collect();
+            let keep: Vec<usize> = if extended.is_empty() {
+                out.notes.unresolved_retries.extend(
+                    retry_group
+                        .iter()
+                        .map(|&n| records[out.nodes[n].record].model_call_id.clone()),
+                );
+                let smallest = retry_group
+                    .iter()
+                    .copied()
+                    .min_by(|&a, &b| {
+                        records[out.nodes[a].record]
+                            .model_call_id
+                            .cmp(&records[out.nodes[b].record].model_call_id)
+                    })
+                    .unwrap();
+                vec![smallest]
+            } else {
+                extended
+            };
+            for &n in &retry_group {
+                if !keep.contains(&n) && !out.nodes[n].quarantined {
+                    out.nodes[n].quarantined = true;
+                    out.quarantined
+                        .push(records[out.nodes[n].record].model_call_id.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Split a sibling group into runs of identical prompts, each in order of first member.
+fn identical_prompt_groups(nodes: &[CallNode], group: &[usize]) -> Vec<Vec<usize>> {
+    // Only prompts of equal length can be equal; hash only when lengths collide.
+    let mut by_len: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &n in group {
+        by_len.entry(nodes[n].prompt.len()).or_default().push(n);
+    }
+    let mut result: Vec<Vec<usize>> = Vec::new();
+    let mut slot_of: HashMap<usize, usize> = HashMap::new();
+    let mut by_hash: HashMap<(usize, u64), Vec<usize>> = HashMap::new(); // -> result slots
+    for &n in group {
+        let len = nodes[n].prompt.len();
+        if by_len[&len].len() == 1 {
+            slot_of.insert(n, result.len());
+            result.push(vec![n]);
+            continue;
+        }
+        let hash = nodes[n].prompt.iter().fold(0u64, roll);
+        let slots = by_hash.entry((len, hash)).or_default();
+        let existing = slots
+            .iter()
+            .copied()
+            .find(|&slot| nodes[result[slot][0]].prompt == nodes[n].prompt);
+        match existing {
+            Some(slot) => result[slot].push(n),
+            None => {
+                slots.push(result.len());
+                result.push(vec![n]);
+            }
+        }
+    }
+    result
+}
+
+/// Step 7: one chain per leaf, skipping paths through a quarantined call.
+fn build_chains(out: &mut BuildOutput) {
+    let nodes = &out.nodes;
+    for (leaf, node) in nodes.iter().enumerate() {
+        if !node.children.is_empty() {
+            continue;
+        }
+        let mut path = vec![leaf];
+        let mut current = node.parent;
+        while let Some(p) = current {
+            path.push(p);
+            current = nodes[p].parent;
+        }
+        path.reverse();
+        if path.iter().any(|&n| nodes[n].quarantined) {
+            continue;
+        }
+        let mut links = Vec::with_capacity(path.len());
+        let mut previous_len = 0;
+        for (step, &n) in path.iter().enumerate() {
+            let prompt_len = nodes[n].prompt.len();
+            let interstitial = if step == 0 {
+                (prompt_len, prompt_len)
+            } else {
+                (previous_len.min(prompt_len), prompt_len)
+            };
+            links.push(ChainLink {
+                node: n,
+                interstitial,
+            });
+            previous_len = nodes[n].cumulative.len();
+        }
+        out.chains.push(Chain {
+            chain_id: String::new(),
+            root_prompt_len: nodes[path[0]].prompt.len(),
+            links,
+        });
+    }
+}
+
+/// Step 8: name the delivered chain `main`, the others `branch-N`.
+fn select_main(records: &[TokenRecord], terminal: Option<&str>, out: &mut BuildOutput) {
+    if out.chains.is_empty() {
+        return;
+    }
+    let root_key = |chain: &Chain| {
+        let record = &records[out.nodes[chain.links[0].node].record];
+        (record.created_at, record.model_call_id.as_str())
+    };
+    let call_of = |link: &ChainLink| records[out.nodes[link.node].record].model_call_id.as_str();
+    let by_default = |a: &&Chain, b: &&Chain| {
+        let (ka, kb) = (root_key(a), root_key(b));
+        ka.0.total_cmp(&kb.0).then(ka.1.cmp(kb.1))
+    };
+    let anchored = terminal.and_then(|terminal| {
+        let containing = out
+            .chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.links.iter().any(|l| call_of(l) == terminal));
+        containing
+            .min_by(|(_, a), (_, b)| {
+                let ends = |c: &Chain| call_of(c.links.last().unwrap()) != terminal;
+                ends(a).cmp(&ends(b)).then_with(|| by_default(a, b))
+            })
+            .map(|(i, _)| i)
+    });
+    let main = anchored.unwrap_or_else(|| {
+        out.chains
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| by_default(a, b))
+            .map(|(i, _)| i)
+            .unwrap()
+    });
+    let mut branch = 0;
+    for (i, chain) in out.chains.iter_mut().enumerate() {
+        if i == main {
+            chain.chain_id = "main".into();
+        } else {
+            chain.chain_id = format!("branch-{branch}");
+            branch += 1;
+        }
+    }
+    out.main = Some(main);
+    if anchored.is_some() {
+        out.notes.terminal_chain = "main".into();
+    }
+}
+
+/// The digest of a record's own cumulative sequence (full-prompt records only).
+pub fn own_digest(record: &TokenRecord) -> String {
+    let mut tokens = record.prompt_token_ids.to_vec();
+    tokens.extend_from_slice(&record.generation_token_ids);
+    digest(&tokens)
+}

@@ -1,0 +1,427 @@
+//! Projection of the main chain into a Responses object, its contiguity check, and the token
+//! provenance of any chain (SPEC §5, "Projection" and "Token provenance").
+
+use std::sync::Arc;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+use super::merge::{BuildOutput, Chain};
+use super::seq::TokenSeq;
+use crate::store::TokenRecord;
+
+const TOKEN_KEYS: [&str; 3] = [
+    "prompt_token_ids",
+    "generation_token_ids",
+    "generation_log_probs",
+];
+
+/// Token fields restored on the item that carried a call's generation.
+#[derive(Clone, Debug)]
+pub struct CarriedTokens {
+    /// Everything before this generation in the chain.
+    pub prompt: TokenSeq,
+    /// The generation.
+    pub generation: Arc<[u32]>,
+    /// Its log probabilities.
+    pub log_probs: Arc<[f64]>,
+    /// Routing data, when the record has it.
+    pub routed_experts: Option<Value>,
+    /// `prompt` followed by `generation`.
+    pub through: TokenSeq,
+}
+
+/// One output item of the rebuilt response.
+#[derive(Clone, Debug)]
+pub struct ProjectedItem {
+    /// The captured content item (or a bare `{"type": "message"}`).
+    pub content: Map<String, Value>,
+    /// The restored token fields, on carrier items.
+    pub tokens: Option<CarriedTokens>,
+    /// The call this item came from.
+    pub call_index: usize,
+}
+
+impl serde::Serialize for ProjectedItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let replaced = |key: &str| match &self.tokens {
+            None => false,
+            Some(t) => {
+                TOKEN_KEYS.contains(&key) || (key == "routed_experts" && t.routed_experts.is_some())
+            }
+        };
+        for (key, value) in &self.content {
+            if !replaced(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if let Some(tokens) = &self.tokens {
+            map.serialize_entry("prompt_token_ids", &tokens.prompt)?;
+            map.serialize_entry("generation_token_ids", &tokens.generation[..])?;
+            map.serialize_entry("generation_log_probs", &tokens.log_probs[..])?;
+            if let Some(experts) = &tokens.routed_experts {
+                map.serialize_entry("routed_experts", experts)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The rebuilt response of the main chain.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RebuiltResponse {
+    /// `proj-<rollout id>`.
+    pub id: String,
+    /// Model name given by the caller.
+    pub model: String,
+    /// Always `response`.
+    pub object: &'static str,
+    /// Output items in chain order.
+    pub output: Vec<ProjectedItem>,
+    /// Token counts.
+    pub usage: Usage,
+}
+
+/// Usage block of the rebuilt response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Prompt length of the first token-bearing item.
+    pub input_tokens: usize,
+    /// Sum of generation lengths.
+    pub output_tokens: usize,
+}
+
+/// A projection failure, worded like the reference's exception.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectionError(pub String);
+
+/// Project a chain into output items with contiguous prompts.
+pub fn project_chain(
+    records: &[TokenRecord],
+    build: &BuildOutput,
+    chain: &Chain,
+) -> Vec<ProjectedItem> {
+    let mut items = Vec::new();
+    let Some(first) = chain.links.first() else {
+        return items;
+    };
+    let root = &build.nodes[first.node];
+    let mut running = append_range(&TokenSeq::new(), &root.prompt, 0, chain.root_prompt_len);
+    for (step, link) in chain.links.iter().enumerate() {
+        let node = &build.nodes[link.node];
+        if step > 0 {
+            running = append_range(
+                &running,
+                &node.prompt,
+                link.interstitial.0,
+                link.interstitial.1,
+            );
+        }
+        let record = &records[node.record];
+        let through = running.append(record.generation_token_ids.clone());
+        let tokens = CarriedTokens {
+            prompt: running.clone(),
+            generation: record.generation_token_ids.clone(),
+            log_probs: record.generation_log_probs.clone(),
+            routed_experts: (!record.routed_experts.is_null())
+                .then(|| record.routed_experts.clone()),
+            through: through.clone(),
+        };
+        let content = &record.output_items;
+        let carriers: Vec<usize> = match record.token_item_index {
+            Some(index) => vec![index],
+            None => {
+                let inline: Vec<usize> = content
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, item)| {
+                        item.get("generation_token_ids")
+                            .is_some_and(|v| !v.is_null())
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                if inline.is_empty() && !content.is_empty() {
+                    vec![content.len() - 1]
+                } else {
+                    inline
+                }
+            }
+        };
+        if content.is_empty() {
+            let mut bare = Map::new();
+            bare.insert("type".into(), Value::String("message".into()));
+            items.push(ProjectedItem {
+                content: bare,
+                tokens: Some(tokens),
+                call_index: link.node,
+            });
+        } else {
+            for (index, item) in content.iter().enumerate() {
+                items.push(ProjectedItem {
+                    content: item.clone(),
+                    tokens: carriers.contains(&index).then(|| tokens.clone()),
+                    call_index: link.node,
+                });
+            }
+        }
+        running = through;
+    }
+    items
+}
+
+/// `running` followed by `source[start..end]`, sharing `source` when `running` is its prefix.
+fn append_range(running: &TokenSeq, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
+    if start >= end {
+        return running.clone();
+    }
+    if running.len() == start && source.starts_with(running) {
+        // The common case: the chain so far is exactly the start of this prompt.
+        let mut shared = source.clone();
+        if end < source.len() {
+            shared = TokenSeq::from(source.iter().take(end).collect::<Vec<_>>());
+        }
+        return shared;
+    }
+    let tail: Vec<u32> = source.iter().skip(start).take(end - start).collect();
+    running.append(tail.into())
+}
+
+/// A view of an item's token fields for the checks below.
+enum ItemTokens<'a> {
+    Carried(&'a CarriedTokens),
+    Inline {
+        prompt: Option<&'a Value>,
+        generation: &'a Value,
+    },
+}
+
+fn item_tokens(item: &ProjectedItem) -> Option<ItemTokens<'_>> {
+    if let Some(tokens) = &item.tokens {
+        return Some(ItemTokens::Carried(tokens));
+    }
+    match item.content.get("generation_token_ids") {
+        None | Some(Value::Null) => None,
+        Some(generation) => Some(ItemTokens::Inline {
+            prompt: item.content.get("prompt_token_ids"),
+            generation,
+        }),
+    }
+}
+
+fn json_tokens(value: Option<&Value>) -> Result<Vec<u32>, ProjectionError> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(values)) => values
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| ProjectionError(format!("TypeError: unusable token {v}")))
+            })
+            .collect(),
+        Some(other) => Err(ProjectionError(format!(
+            "TypeError: token field is {other}"
+        ))),
+    }
+}
+
+/// Build the response for the main chain, with the reference's checks.
+pub fn project_main_chain(
+    rollout_id: &str,
+    model: &str,
+    records: &[TokenRecord],
+    build: &BuildOutput,
+) -> Result<RebuiltResponse, ProjectionError> {
+    let Some(main) = build.main_chain() else {
+        return Err(ProjectionError(
+            "ValueError: capture produced no safe trainable chain".into(),
+        ));
+    };
+    let output = project_chain(records, build, main);
+    let has_tokens = output.iter().any(|item| match item_tokens(item) {
+        Some(ItemTokens::Carried(t)) => !t.generation.is_empty(),
+        Some(ItemTokens::Inline { generation, .. }) => crate::store::state::truthy(generation),
+        None => false,
+    });
+    if !has_tokens {
+        return Err(ProjectionError(
+            "ValueError: capture produced no trainable generated tokens".into(),
+        ));
+    }
+    let mut input_tokens = None;
+    let mut output_tokens = 0;
+    for item in &output {
+        match item_tokens(item) {
+            Some(ItemTokens::Carried(t)) => {
+                input_tokens.get_or_insert(t.prompt.len());
+                output_tokens += t.generation.len();
+            }
+            Some(ItemTokens::Inline { prompt, generation }) => {
+                if input_tokens.is_none() {
+                    input_tokens = Some(match prompt {
+                        Some(Value::Array(a)) => a.len(),
+                        Some(Value::String(s)) => s.chars().count(),
+                        None => return Err(ProjectionError("KeyError: 'prompt_token_ids'".into())),
+                        Some(other) => {
+                            return Err(ProjectionError(format!(
+                                "TypeError: object of type {other} has no len()"
+                            )));
+                        }
+                    });
+                }
+                match generation {
+                    Value::Array(a) => output_tokens += a.len(),
+                    other => {
+                        return Err(ProjectionError(format!(
+                            "TypeError: object of type {other} has no len()"
+                        )));
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    let response = RebuiltResponse {
+        id: format!("proj-{rollout_id}"),
+        model: model.to_owned(),
+        object: "response",
+        output,
+        usage: Usage {
+            input_tokens: input_tokens.unwrap_or(0),
+            output_tokens,
+        },
+    };
+    check_contiguity(&response)?;
+    Ok(response)
+}
+
+/// Require every token-bearing item's prompt to extend everything before it.
+pub fn check_contiguity(response: &RebuiltResponse) -> Result<(), ProjectionError> {
+    let broken = || {
+        ProjectionError(
+            "AssertionError: projection is not prefix-contiguous: an output item's \
+             prompt_token_ids does not extend the tokens seen so far"
+                .into(),
+        )
+    };
+    let mut seen = TokenSeq::new();
+    for item in &response.output {
+        match item_tokens(item) {
+            None => {}
+            Some(ItemTokens::Carried(tokens)) => {
+                if !tokens.prompt.starts_with(&seen) {
+                    return Err(broken());
+                }
+                seen = tokens.through.clone();
+            }
+            Some(ItemTokens::Inline { prompt, generation }) => {
+                let prompt = json_tokens(prompt).map_err(|_| broken())?;
+                let prompt = TokenSeq::from(prompt);
+                if !prompt.starts_with(&seen) {
+                    return Err(broken());
+                }
+                let generation = json_tokens(Some(generation))?;
+                seen = prompt.append(generation.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a span of a chain's token stream came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The root call's prompt.
+    RootPrompt,
+    /// Environment tokens added before call `node` (tool output, user turns).
+    Interstitial {
+        /// Node index of the call whose prompt added them.
+        node: usize,
+    },
+    /// Sampled by call `node`.
+    Generation {
+        /// Node index of the generating call.
+        node: usize,
+    },
+}
+
+/// A contiguous span of a chain's token stream with one origin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Origin of the tokens.
+    pub origin: Origin,
+    /// Positions `[start, end)` in the chain's token stream.
+    pub range: (usize, usize),
+    /// Loss mask: 1 for generated tokens, 0 for prompt and environment tokens.
+    pub mask: u8,
+}
+
+/// The token stream of a chain: its tokens plus one segment per origin.
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    /// All tokens of the chain, in order.
+    pub tokens: TokenSeq,
+    /// Segments covering `tokens` exactly, in order.
+    pub segments: Vec<Segment>,
+}
+
+impl Provenance {
+    /// The segment holding position `position`.
+    pub fn segment_at(&self, position: usize) -> Option<&Segment> {
+        let index = self.segments.partition_point(|s| s.range.1 <= position);
+        self.segments.get(index).filter(|s| s.range.0 <= position)
+    }
+
+    /// The log probability of the token at `position` (generated tokens only).
+    pub fn log_prob(
+        &self,
+        records: &[TokenRecord],
+        build: &BuildOutput,
+        position: usize,
+    ) -> Option<f64> {
+        let segment = self.segment_at(position)?;
+        match segment.origin {
+            Origin::Generation { node } => records[build.nodes[node].record]
+                .generation_log_probs
+                .get(position - segment.range.0)
+                .copied(),
+            _ => None,
+        }
+    }
+}
+
+/// Token provenance and loss mask of a chain.
+pub fn provenance(records: &[TokenRecord], build: &BuildOutput, chain: &Chain) -> Provenance {
+    let mut segments = Vec::new();
+    let mut tokens = TokenSeq::new();
+    let mut push = |origin, tokens_now: &TokenSeq, before: usize, mask| {
+        if tokens_now.len() > before {
+            segments.push(Segment {
+                origin,
+                range: (before, tokens_now.len()),
+                mask,
+            });
+        }
+    };
+    for (step, link) in chain.links.iter().enumerate() {
+        let node = &build.nodes[link.node];
+        let before = tokens.len();
+        if step == 0 {
+            tokens = append_range(&tokens, &node.prompt, 0, chain.root_prompt_len);
+            push(Origin::RootPrompt, &tokens, before, 0);
+        } else {
+            tokens = append_range(
+                &tokens,
+                &node.prompt,
+                link.interstitial.0,
+                link.interstitial.1,
+            );
+            push(Origin::Interstitial { node: link.node }, &tokens, before, 0);
+        }
+        let before = tokens.len();
+        tokens = tokens.append(records[node.record].generation_token_ids.clone());
+        push(Origin::Generation { node: link.node }, &tokens, before, 1);
+    }
+    Provenance { tokens, segments }
+}

@@ -1,0 +1,67 @@
+//! Command-line definitions.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// A terminal explorer for NeMo Gym's training-token capture.
+#[derive(Parser, Debug)]
+#[command(name = "tokscope", version, about)]
+pub struct Cli {
+    /// What to do (default: show the build table of the given stores, or of the demo store).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Token-store directories (default: the bundled demo store).
+    pub stores: Vec<PathBuf>,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Rebuild every rollout and report its verdict.
+    Build(BuildArgs),
+    /// Like `build --format table`, exiting with status 1 when a frozen rollout is masked.
+    Check(CheckArgs),
+}
+
+/// Arguments of `tokscope build`.
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Token-store directories (default: the bundled demo store).
+    pub stores: Vec<PathBuf>,
+    /// Only these rollouts (repeatable).
+    #[arg(long = "rollout", value_name = "ID")]
+    pub rollouts: Vec<String>,
+    /// Anchor chain selection on this terminal call.
+    #[arg(long, value_name = "ID")]
+    pub terminal_call: Option<String>,
+    /// `model` of the rebuilt response.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub model: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// With `false`, an incomplete capture masks only when the terminal's chain was not
+    /// delivered (needs --terminal-call).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub mask_incomplete_when_attributed: bool,
+}
+
+/// Arguments of `tokscope check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Token-store directories.
+    #[arg(required = true)]
+    pub stores: Vec<PathBuf>,
+}
+
+/// Output formats of `build`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text, one rollout a row.
+    Table,
+    /// One JSON array of reports.
+    Json,
+    /// One report a line, in rollout order (the conformance format).
+    Jsonl,
+}

@@ -1,0 +1,12 @@
+//! tokscope: read NeMo Gym token stores, rebuild rollouts exactly as the reference builder
+//! does, and explain the verdict.
+//!
+//! Layers: [`store`] reads files (never writes), [`build`] rebuilds chains, [`verdict`] judges
+//! a rollout like the reference consumer, [`load`] does it for whole stores.
+
+pub mod build;
+pub mod load;
+pub mod store;
+pub mod table;
+pub mod text;
+pub mod verdict;

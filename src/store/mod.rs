@@ -1,0 +1,13 @@
+//! Read-only access to a token-store directory: discovery, records, state, intents.
+//!
+//! Nothing in this module opens a file for writing, takes a lock or changes metadata.
+
+pub mod layout;
+pub mod read;
+pub mod record;
+pub mod state;
+
+pub use layout::{FileKind, RolloutLocation, StoreDirError, discover, is_valid_rollout_id};
+pub use read::{Capture, IssueKind, LinePos, ReadIssue, read_capture};
+pub use record::{ParentResolution, RecordError, TokenRecord};
+pub use state::RolloutState;

@@ -1,0 +1,594 @@
+//! Reading one rollout's files into a [`Capture`], read-only.
+//!
+//! The reference consumer freezes a rollout and reads it under the writers' lock; this reader
+//! never locks, never writes and never truncates. It reproduces what that freeze would see:
+//! the state file, the records (with the writer's rule for a torn final line), the intents.
+//! It also keeps everything the freeze would throw away — records after a refused line, the
+//! position of every bad line — so a corrupt rollout can still be triaged.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::layout::{FileKind, RolloutLocation};
+use super::record::{RecordError, TokenRecord};
+use super::state::RolloutState;
+
+/// Where a record line sits in its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinePos {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+}
+
+/// What is wrong with a line or a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IssueKind {
+    /// A malformed final line: a write in progress (or a crash before the ack); ignored.
+    TornTail,
+    /// A well-formed final line without its newline; accepted, as the reference does.
+    Unterminated,
+    /// A malformed line followed by more content: corruption.
+    Corrupt,
+    /// A line that is JSON but not a valid record.
+    Refused,
+    /// A second record for a call id with different bytes.
+    Conflict,
+    /// The state file cannot be used.
+    BadState,
+    /// The intents file cannot be decoded.
+    BadIntents,
+    /// A file disappeared while it was being read.
+    Vanished,
+    /// Any other I/O failure.
+    Io,
+    /// The incomplete sentinel exists while the state is not flagged incomplete.
+    SentinelWithoutFlag,
+}
+
+/// One problem found while reading, located to file, line and byte.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadIssue {
+    /// What kind of problem.
+    pub kind: IssueKind,
+    /// Which file.
+    pub file: FileKind,
+    /// Where in it (`None` for whole-file problems).
+    pub at: Option<LinePos>,
+    /// Human-readable reason.
+    pub message: String,
+    /// Whether the reference consumer fails the whole read on it.
+    pub fatal: bool,
+}
+
+impl fmt::Display for ReadIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.suffix().trim_start_matches('.'))?;
+        if let Some(at) = self.at {
+            write!(f, " line {} (byte {})", at.line, at.offset)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Everything read from one rollout's files.
+#[derive(Clone, Debug)]
+pub struct Capture {
+    /// Which rollout.
+    pub location: RolloutLocation,
+    /// The state file (defaults when absent).
+    pub state: RolloutState,
+    /// Whether a records file exists.
+    pub has_records_file: bool,
+    /// Every readable record in file order (including those after a refused line).
+    pub records: Vec<TokenRecord>,
+    /// Position of each record, parallel to `records`.
+    pub record_lines: Vec<LinePos>,
+    /// Problems, in file order.
+    pub issues: Vec<ReadIssue>,
+    /// Call ids from the intents file, in order.
+    pub intents: Vec<String>,
+    /// Lines of the incomplete sentinel, `None` when the file does not exist.
+    pub sentinel: Option<Vec<String>>,
+    /// Bytes of the records file that hold acknowledged lines.
+    pub records_bytes: u64,
+}
+
+impl Capture {
+    /// The first issue that makes the reference consumer fail the read, if any.
+    pub fn fatal(&self) -> Option<&ReadIssue> {
+        self.issues.iter().find(|issue| issue.fatal)
+    }
+
+    /// Intents with no record: in flight while live, dangling once frozen.
+    pub fn open_intents(&self) -> Vec<&str> {
+        let recorded: HashSet<&str> = self
+            .records
+            .iter()
+            .map(|r| r.model_call_id.as_str())
+            .collect();
+        self.intents
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !recorded.contains(id))
+            .collect()
+    }
+
+    /// Whether a freeze now would call the capture incomplete (state flag or open intents).
+    pub fn incomplete(&self) -> bool {
+        self.state.incomplete || !self.open_intents().is_empty()
+    }
+}
+
+/// Read one rollout. Never fails: problems become [`ReadIssue`]s.
+pub fn read_capture(location: &RolloutLocation) -> Capture {
+    let mut issues = Vec::new();
+    let mut read = |kind: FileKind| -> Option<Vec<u8>> {
+        match read_file(&location.path(kind)) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                issues.push(ReadIssue {
+                    kind: IssueKind::Io,
+                    file: kind,
+                    at: None,
+                    message: format!("cannot read: {error}"),
+                    fatal: true,
+                });
+                None
+            }
+        }
+    };
+    let state_bytes = read(FileKind::State);
+    let records_bytes = read(FileKind::Records);
+    let intents_bytes = read(FileKind::Intents);
+    let sentinel_bytes = read(FileKind::Incomplete);
+
+    let state = state_bytes
+        .as_deref()
+        .map_or_else(RolloutState::absent, RolloutState::parse);
+    if let Some(error) = &state.error {
+        issues.push(ReadIssue {
+            kind: IssueKind::BadState,
+            file: FileKind::State,
+            at: None,
+            message: error.clone(),
+            fatal: true,
+        });
+    }
+    let has_records_file = records_bytes.is_some();
+    let data = records_bytes.unwrap_or_default();
+    let parsed = parse_records(&data, &state, &mut issues);
+
+    let mut intents = Vec::new();
+    if let Some(bytes) = intents_bytes {
+        match decode_lines(&bytes) {
+            Ok(lines) => intents = lines,
+            Err(line) => issues.push(ReadIssue {
+                kind: IssueKind::BadIntents,
+                file: FileKind::Intents,
+                at: Some(line),
+                message: "not valid UTF-8".into(),
+                fatal: true,
+            }),
+        }
+    }
+    let sentinel = sentinel_bytes.map(|bytes| {
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(|l| l.trim().to_owned())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+    });
+    if sentinel.is_some() && !state.incomplete {
+        issues.push(ReadIssue {
+            kind: IssueKind::SentinelWithoutFlag,
+            file: FileKind::Incomplete,
+            at: None,
+            message: "incomplete sentinel exists but the state is not flagged incomplete \
+                      (the reference consumer reads only the state flag)"
+                .into(),
+            fatal: false,
+        });
+    }
+    // Issues are shown in file order; whole-file problems first.
+    issues.sort_by_key(|issue| (issue.file, issue.at.map(|at| at.offset)));
+    Capture {
+        location: location.clone(),
+        state,
+        has_records_file,
+        records: parsed.records,
+        record_lines: parsed.lines,
+        issues,
+        intents,
+        sentinel,
+        records_bytes: parsed.acknowledged_len as u64,
+    }
+}
+
+/// Open read-only and, where allowed, without touching the access time.
+fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NOATIME: i32 = 0o1_000_000;
+        let mut quiet = options.clone();
+        quiet.custom_flags(O_NOATIME);
+        match quiet.open(path) {
+            Ok(file) => return read_all(file).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // O_NOATIME needs ownership; fall back to a plain read-only open.
+            Err(_) => {}
+        }
+    }
+    match options.open(path) {
+        Ok(file) => read_all(file).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
+    let mut data = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+    file.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// Python's `bytes.strip()` whitespace.
+fn is_py_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+fn strip(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !is_py_space(*b));
+    let Some(start) = start else { return &[] };
+    let end = bytes.iter().rposition(|b| !is_py_space(*b)).unwrap() + 1;
+    &bytes[start..end]
+}
+
+/// Split `data[from..to]` at `\n` into (start, end) ranges without the newline.
+fn split_lines(data: &[u8], from: usize, to: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut position = from;
+    while position < to {
+        let end = memchr::memchr(b'\n', &data[position..to]).map_or(to, |i| position + i);
+        out.push((position, end));
+        position = end + 1;
+    }
+    out
+}
+
+/// Lines split like Python's `bytes.splitlines()`, stripped, empty ones dropped, as UTF-8.
+fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for (index, raw) in bytes.split(|b| *b == b'\n' || *b == b'\r').enumerate() {
+        let at = LinePos {
+            line: index + 1,
+            offset: offset as u64,
+        };
+        offset += raw.len() + 1;
+        let line = strip(raw);
+        if line.is_empty() {
+            continue;
+        }
+        out.push(std::str::from_utf8(line).map_err(|_| at)?.to_owned());
+    }
+    Ok(out)
+}
+
+struct ParsedRecords {
+    records: Vec<TokenRecord>,
+    lines: Vec<LinePos>,
+    acknowledged_len: usize,
+}
+
+/// Read the records file the way a freeze would, keeping what it would discard.
+///
+/// The freeze first checks the "tail" (bytes past the state's `indexed_size`): a malformed
+/// line followed by more content is corruption; a malformed line with only whitespace after
+/// it is a torn write, cut off; a record whose bytes differ from an earlier record of the
+/// same call id is a conflict. Then it reads every line up to the cut.
+fn parse_records(data: &[u8], state: &RolloutState, issues: &mut Vec<ReadIssue>) -> ParsedRecords {
+    let line_starts = LineIndex::new(data);
+    let legacy = state.legacy_index();
+    let indexed = if legacy {
+        0
+    } else {
+        state.indexed_size.unwrap_or(0)
+    };
+    if indexed < 0 || indexed as usize > data.len() {
+        issues.push(ReadIssue {
+            kind: IssueKind::BadState,
+            file: FileKind::State,
+            at: None,
+            message: format!(
+                "indexed_size {indexed} is outside the records file ({} bytes)",
+                data.len()
+            ),
+            fatal: true,
+        });
+    }
+    let indexed = (indexed.max(0) as usize).min(data.len());
+    let mut issue = |kind, at, message: String, fatal| {
+        issues.push(ReadIssue {
+            kind,
+            file: FileKind::Records,
+            at: Some(at),
+            message,
+            fatal,
+        });
+    };
+
+    // Tail lines are parsed once; the full read below takes the results over.
+    let mut cache: HashMap<usize, Option<Result<TokenRecord, RecordError>>> = HashMap::new();
+    let parse = |start: usize, end: usize| -> Option<Result<TokenRecord, RecordError>> {
+        let payload = strip(&data[start..end]);
+        (!payload.is_empty()).then(|| TokenRecord::parse(payload))
+    };
+
+    // The tail check.
+    let mut cut = data.len();
+    let mut reported: HashSet<usize> = HashSet::new();
+    if indexed < data.len() || legacy {
+        let mut known: HashMap<String, Option<String>> = state
+            .entry_digests
+            .iter()
+            .flatten()
+            .map(|(id, digest)| (id.clone(), digest.as_str().map(str::to_owned)))
+            .collect();
+        let tail = split_lines(data, indexed, data.len());
+        // Line digests are needed only for call ids seen more than once.
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for &(start, end) in &tail {
+            let result = parse(start, end);
+            if let Some(Ok(record)) = &result {
+                *seen.entry(record.model_call_id.clone()).or_default() += 1;
+            }
+            cache.insert(start, result);
+        }
+        for &(start, end) in &tail {
+            let at = line_starts.pos(start);
+            match &cache[&start] {
+                None => {}
+                Some(Err(RecordError::Syntax(message))) => {
+                    let rest = strip(&data[(end + 1).min(data.len())..]);
+                    reported.insert(start);
+                    if rest.is_empty() {
+                        issue(
+                            IssueKind::TornTail,
+                            at,
+                            format!(
+                                "write in progress: {} unacknowledged bytes ignored ({message})",
+                                data.len() - start
+                            ),
+                            false,
+                        );
+                        cut = start;
+                        break;
+                    }
+                    issue(
+                        IssueKind::Corrupt,
+                        at,
+                        format!("corrupt line: {message}"),
+                        true,
+                    );
+                }
+                Some(Err(RecordError::Invalid(message))) => {
+                    reported.insert(start);
+                    issue(IssueKind::Refused, at, message.clone(), true);
+                }
+                Some(Ok(record)) => {
+                    let id = &record.model_call_id;
+                    if seen[id] < 2 && !known.contains_key(id) {
+                        continue;
+                    }
+                    let digest = hex_sha256(strip(&data[start..end]));
+                    match known.get(id) {
+                        Some(existing) if existing.as_deref() != Some(digest.as_str()) => {
+                            reported.insert(start);
+                            issue(
+                                IssueKind::Conflict,
+                                at,
+                                format!("model call id {id:?} has a conflicting earlier record"),
+                                true,
+                            );
+                        }
+                        Some(_) => {}
+                        None => {
+                            known.insert(id.clone(), Some(digest));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // The full read up to the cut.
+    let mut records = Vec::new();
+    let mut lines = Vec::new();
+    for (start, end) in split_lines(data, 0, cut) {
+        let at = line_starts.pos(start);
+        let result = cache.remove(&start).unwrap_or_else(|| parse(start, end));
+        match result {
+            None => {}
+            Some(Ok(record)) => {
+                records.push(record);
+                lines.push(at);
+            }
+            Some(Err(error)) if !reported.contains(&start) => {
+                let kind = match error {
+                    RecordError::Syntax(_) => IssueKind::Corrupt,
+                    RecordError::Invalid(_) => IssueKind::Refused,
+                };
+                issue(kind, at, error.to_string(), true);
+            }
+            Some(Err(_)) => {}
+        }
+    }
+    if cut == data.len() && !data.is_empty() && data[data.len() - 1] != b'\n' {
+        let start = line_starts.last_start();
+        if !strip(&data[start..]).is_empty() && !reported.contains(&start) {
+            issue(
+                IssueKind::Unterminated,
+                line_starts.pos(start),
+                "final line has no newline yet; accepted, as the reference reader does".into(),
+                false,
+            );
+        }
+    }
+    ParsedRecords {
+        records,
+        lines,
+        acknowledged_len: cut,
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Line numbers for byte offsets.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(data: &[u8]) -> Self {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', data).map(|i| i + 1));
+        if starts.len() > 1 && *starts.last().unwrap() == data.len() {
+            starts.pop();
+        }
+        LineIndex { starts }
+    }
+
+    fn pos(&self, offset: usize) -> LinePos {
+        let line = self.starts.partition_point(|&s| s <= offset);
+        LinePos {
+            line: line.max(1),
+            offset: offset as u64,
+        }
+    }
+
+    fn last_start(&self) -> usize {
+        *self.starts.last().unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, created: f64) -> String {
+        format!(
+            r#"{{"created_at":{created},"generation_log_probs":[-0.1],"generation_token_ids":[7],"model_call_id":"{id}","parent_resolution":"root","prompt_token_ids":[1,2],"rollout_id":"r"}}"#
+        )
+    }
+
+    fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
+        let mut issues = Vec::new();
+        let parsed = parse_records(data.as_bytes(), &RolloutState::absent(), &mut issues);
+        (parsed, issues)
+    }
+
+    #[test]
+    fn torn_final_line_is_ignored_and_reported() {
+        let data = format!("{}\n{}", rec("a", 1.0), &rec("b", 2.0)[..30]);
+        let (parsed, issues) = parse(&data);
+        assert_eq!(parsed.records.len(), 1);
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].kind, IssueKind::TornTail);
+        assert!(!issues[0].fatal);
+        assert_eq!(issues[0].at.unwrap().line, 2);
+    }
+
+    #[test]
+    fn corrupt_middle_line_is_fatal_and_located() {
+        let first = rec("a", 1.0);
+        let data = format!("{first}\n{{\"broken\n{}\n", rec("c", 3.0));
+        let (parsed, issues) = parse(&data);
+        assert_eq!(
+            parsed.records.len(),
+            2,
+            "records around the corruption stay visible"
+        );
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0].kind, IssueKind::Corrupt);
+        assert!(issues[0].fatal);
+        assert_eq!(
+            issues[0].at,
+            Some(LinePos {
+                line: 2,
+                offset: first.len() as u64 + 1
+            })
+        );
+    }
+
+    #[test]
+    fn complete_final_line_without_newline_is_accepted() {
+        let data = format!("{}\n{}", rec("a", 1.0), rec("b", 2.0));
+        let (parsed, issues) = parse(&data);
+        assert_eq!(parsed.records.len(), 2);
+        assert_eq!(issues[0].kind, IssueKind::Unterminated);
+    }
+
+    #[test]
+    fn duplicate_lines_identical_vs_conflicting() {
+        let same = format!("{}\n{}\n", rec("a", 1.0), rec("a", 1.0));
+        let (parsed, issues) = parse(&same);
+        assert_eq!(parsed.records.len(), 2);
+        assert!(issues.is_empty());
+        let conflict = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
+        let (_, issues) = parse(&conflict);
+        assert_eq!(issues[0].kind, IssueKind::Conflict);
+        assert!(issues[0].fatal);
+    }
+
+    #[test]
+    fn refused_record_is_fatal() {
+        let bad = rec("b", 2.0).replace("\"rollout_id\"", "\"schema_version\":9,\"rollout_id\"");
+        let data = format!("{}\n{bad}\n", rec("a", 1.0));
+        let (parsed, issues) = parse(&data);
+        assert_eq!(parsed.records.len(), 1);
+        assert_eq!(issues[0].kind, IssueKind::Refused);
+        assert!(issues[0].message.contains("upgrade the reader"));
+    }
+
+    #[test]
+    fn indexed_region_is_trusted_but_still_read() {
+        let data = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
+        let mut state = RolloutState::absent();
+        state.indexed_size = Some(data.len() as i64);
+        let mut issues = Vec::new();
+        let parsed = parse_records(data.as_bytes(), &state, &mut issues);
+        assert_eq!(
+            parsed.records.len(),
+            2,
+            "the conflict is the builder's to find"
+        );
+        assert!(issues.is_empty());
+        state.indexed_size = Some(data.len() as i64 + 1);
+        let mut issues = Vec::new();
+        parse_records(data.as_bytes(), &state, &mut issues);
+        assert_eq!(issues[0].kind, IssueKind::BadState);
+    }
+
+    #[test]
+    fn intents_split_like_python() {
+        assert_eq!(
+            decode_lines(b"a\r\nb\rc\n\n  d  \n").unwrap(),
+            vec!["a", "b", "c", "d"]
+        );
+        assert!(decode_lines(b"ok\n\xff\n").is_err());
+    }
+}

@@ -1,0 +1,614 @@
+//! The token record (`TokenEntry`, SPEC §3): parsing, the schema gate and validation.
+//!
+//! Parsing is hand-driven over `serde_json` so that token arrays go straight into shared
+//! `u32` buffers (no intermediate `Value`), unknown keys are kept, and every refusal says
+//! which field and why.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Newest record schema this reader understands.
+pub const MAX_SCHEMA_VERSION: i64 = 5;
+/// Oldest record schema this reader accepts (records below it never left development).
+pub const MIN_SCHEMA_VERSION: i64 = 3;
+
+/// The request-time parent decision recorded with a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParentResolution {
+    /// The call starts a new chain.
+    Root,
+    /// The call continues `parent_call_id`.
+    Resolved,
+    /// The resolver could not prove a parent.
+    Unresolved,
+}
+
+impl ParentResolution {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentResolution::Root => "root",
+            ParentResolution::Resolved => "resolved",
+            ParentResolution::Unresolved => "unresolved",
+        }
+    }
+}
+
+/// One captured model call, validated.
+#[derive(Clone, Debug)]
+pub struct TokenRecord {
+    /// Record schema version (3..=5).
+    pub schema_version: i64,
+    /// Rollout the call belongs to, as written in the record.
+    pub rollout_id: String,
+    /// Unique id of the model call within the rollout.
+    pub model_call_id: String,
+    /// Served model name.
+    pub model: String,
+    /// Prompt token ids (only the suffix after the parent when `prompt_is_delta`).
+    pub prompt_token_ids: Arc<[u32]>,
+    /// Sampled token ids.
+    pub generation_token_ids: Arc<[u32]>,
+    /// One log probability per sampled token.
+    pub generation_log_probs: Arc<[f64]>,
+    /// Mixture-of-experts routing, passed through untouched.
+    pub routed_experts: Value,
+    /// Responses output items with their token arrays stripped.
+    pub output_items: Vec<Map<String, Value>>,
+    /// Index of the output item that carried the token arrays.
+    pub token_item_index: Option<usize>,
+    /// Wall-clock seconds at capture; used only for chain selection.
+    pub created_at: f64,
+    /// The recorded parent decision (`None` for non-conforming records).
+    pub parent_resolution: Option<ParentResolution>,
+    /// Claimed parent call.
+    pub parent_call_id: Option<String>,
+    /// The resolver's diagnostic for its decision.
+    pub parent_resolution_reason: String,
+    /// Length of the full cumulative sequence (prompt + generation).
+    pub cum_len: Option<i64>,
+    /// Digest of the full cumulative sequence.
+    pub digest: Option<String>,
+    /// Whether `prompt_token_ids` holds only the suffix after the parent.
+    pub prompt_is_delta: bool,
+    /// Serving-time intent to supply the verified parent prefix.
+    pub prefix_requested: bool,
+    /// Generation-time proof that the prefix was applied.
+    pub prefix_supplied: bool,
+    /// Request-time lineage fingerprint (display only).
+    pub continuation_fingerprint: String,
+    /// Request-time lineage context length (display only).
+    pub continuation_context_len: i64,
+    /// Request-time lineage context digest (display only).
+    pub continuation_context_digest: String,
+    /// Fingerprint algorithm version (display only).
+    pub fingerprint_version: Option<i64>,
+    /// Keys this reader does not know, kept as written.
+    pub extra: Map<String, Value>,
+}
+
+/// Why a line could not become a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordError {
+    /// The line is not valid JSON.
+    Syntax(String),
+    /// The line is JSON but not a valid record.
+    Invalid(String),
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::Syntax(msg) => write!(f, "malformed JSON: {msg}"),
+            RecordError::Invalid(msg) => write!(f, "refused record: {msg}"),
+        }
+    }
+}
+
+impl TokenRecord {
+    /// Parse and validate one line (already stripped of surrounding whitespace).
+    pub fn parse(line: &[u8]) -> Result<TokenRecord, RecordError> {
+        let raw = match serde_json::from_slice::<RawRecord>(line) {
+            Ok(raw) => raw,
+            Err(error) => {
+                // A type error stops serde before the rest of the line is read; the line is
+                // still "malformed" when its syntax is broken further on.
+                if error.is_data() && serde_json::from_slice::<IgnoredAny>(line).is_ok() {
+                    return Err(RecordError::Invalid(error.to_string()));
+                }
+                if error.is_data() {
+                    let syntax = serde_json::from_slice::<IgnoredAny>(line).unwrap_err();
+                    return Err(RecordError::Syntax(syntax.to_string()));
+                }
+                return Err(RecordError::Syntax(error.to_string()));
+            }
+        };
+        raw.validate().map_err(RecordError::Invalid)
+    }
+
+    /// Number of tokens in the full cumulative sequence when the prompt is not a delta.
+    pub fn own_len(&self) -> usize {
+        self.prompt_token_ids.len() + self.generation_token_ids.len()
+    }
+}
+
+/// Fields as read, before validation.
+#[derive(Default)]
+struct RawRecord {
+    schema_version: Option<i64>,
+    rollout_id: Option<String>,
+    model_call_id: Option<String>,
+    model: Option<String>,
+    prompt_token_ids: Option<Vec<u32>>,
+    generation_token_ids: Option<Vec<u32>>,
+    generation_log_probs: Option<Vec<f64>>,
+    routed_experts: Value,
+    output_items: Vec<Map<String, Value>>,
+    token_item_index: Option<i64>,
+    created_at: Option<f64>,
+    parent_resolution: Option<ParentResolution>,
+    parent_call_id: Option<String>,
+    parent_resolution_reason: Option<String>,
+    cum_len: Option<i64>,
+    digest: Option<String>,
+    prompt_is_delta: bool,
+    prefix_requested: bool,
+    prefix_supplied: bool,
+    continuation_fingerprint: Option<String>,
+    continuation_context_len: Option<i64>,
+    continuation_context_digest: Option<String>,
+    fingerprint_version: Option<i64>,
+    extra: Map<String, Value>,
+}
+
+impl RawRecord {
+    fn validate(self) -> Result<TokenRecord, String> {
+        let schema_version = self.schema_version.unwrap_or(MAX_SCHEMA_VERSION);
+        if schema_version > MAX_SCHEMA_VERSION {
+            return Err(format!(
+                "schema_version {schema_version} was written by a newer writer (this reader \
+                 understands up to {MAX_SCHEMA_VERSION}) — upgrade the reader"
+            ));
+        }
+        if schema_version < MIN_SCHEMA_VERSION {
+            return Err(format!(
+                "schema_version {schema_version} is a pre-lineage record (below \
+                 {MIN_SCHEMA_VERSION}), never written in production — regenerate the rollout"
+            ));
+        }
+        let required = |name: &str| format!("missing required field `{name}`");
+        let rollout_id = self.rollout_id.ok_or_else(|| required("rollout_id"))?;
+        let model_call_id = self
+            .model_call_id
+            .ok_or_else(|| required("model_call_id"))?;
+        let prompt = self
+            .prompt_token_ids
+            .ok_or_else(|| required("prompt_token_ids"))?;
+        let generation = self
+            .generation_token_ids
+            .ok_or_else(|| required("generation_token_ids"))?;
+        let log_probs = self
+            .generation_log_probs
+            .ok_or_else(|| required("generation_log_probs"))?;
+        if generation.len() != log_probs.len() {
+            return Err(format!(
+                "generation_token_ids and generation_log_probs differ in length ({} vs {})",
+                generation.len(),
+                log_probs.len()
+            ));
+        }
+        let token_item_index = match self.token_item_index {
+            None => None,
+            Some(index) if index >= 0 && (index as usize) < self.output_items.len() => {
+                Some(index as usize)
+            }
+            Some(index) => {
+                return Err(format!(
+                    "token_item_index {index} is outside output_items (length {})",
+                    self.output_items.len()
+                ));
+            }
+        };
+        match self.parent_resolution {
+            Some(ParentResolution::Resolved)
+                if self.parent_call_id.as_deref().is_none_or(str::is_empty) =>
+            {
+                return Err("a `resolved` parent_resolution requires parent_call_id".into());
+            }
+            Some(status @ (ParentResolution::Root | ParentResolution::Unresolved))
+                if self.parent_call_id.is_some() =>
+            {
+                return Err(format!(
+                    "a `{}` parent_resolution cannot carry parent_call_id",
+                    status.as_str()
+                ));
+            }
+            _ => {}
+        }
+        if self.prompt_is_delta
+            && (self.parent_call_id.is_none()
+                || self.parent_resolution != Some(ParentResolution::Resolved))
+        {
+            return Err("a delta prompt requires a `resolved` parent_call_id".into());
+        }
+        Ok(TokenRecord {
+            schema_version,
+            rollout_id,
+            model_call_id,
+            model: self.model.unwrap_or_default(),
+            prompt_token_ids: prompt.into(),
+            generation_token_ids: generation.into(),
+            generation_log_probs: log_probs.into(),
+            routed_experts: self.routed_experts,
+            output_items: self.output_items,
+            token_item_index,
+            created_at: self.created_at.unwrap_or(0.0),
+            parent_resolution: self.parent_resolution,
+            parent_call_id: self.parent_call_id,
+            parent_resolution_reason: self.parent_resolution_reason.unwrap_or_default(),
+            cum_len: self.cum_len,
+            digest: self.digest,
+            prompt_is_delta: self.prompt_is_delta,
+            prefix_requested: self.prefix_requested,
+            prefix_supplied: self.prefix_supplied,
+            continuation_fingerprint: self.continuation_fingerprint.unwrap_or_default(),
+            continuation_context_len: self.continuation_context_len.unwrap_or(0),
+            continuation_context_digest: self.continuation_context_digest.unwrap_or_default(),
+            fingerprint_version: self.fingerprint_version,
+            extra: self.extra,
+        })
+    }
+}
+
+impl<'de> de::Deserialize<'de> for RawRecord {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawRecordVisitor)
+    }
+}
+
+struct RawRecordVisitor;
+
+/// Attach the field name to a field's error.
+fn field<T, E: de::Error>(name: &str, result: Result<T, E>) -> Result<T, E> {
+    result.map_err(|e| E::custom(format!("field `{name}`: {e}")))
+}
+
+impl<'de> Visitor<'de> for RawRecordVisitor {
+    type Value = RawRecord;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a token record object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRecord, A::Error> {
+        let mut raw = RawRecord::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let k = key.as_ref();
+            match k {
+                "schema_version" => {
+                    raw.schema_version = Some(field(k, map.next_value_seed(LaxInt))?)
+                }
+                "rollout_id" => raw.rollout_id = Some(field(k, map.next_value())?),
+                "model_call_id" => raw.model_call_id = Some(field(k, map.next_value())?),
+                "model" => raw.model = Some(field(k, map.next_value())?),
+                "prompt_token_ids" => {
+                    raw.prompt_token_ids = Some(field(k, map.next_value_seed(TokenIds))?)
+                }
+                "generation_token_ids" => {
+                    raw.generation_token_ids = Some(field(k, map.next_value_seed(TokenIds))?)
+                }
+                "generation_log_probs" => {
+                    raw.generation_log_probs = Some(field(k, map.next_value_seed(LogProbs))?)
+                }
+                "routed_experts" => raw.routed_experts = field(k, map.next_value())?,
+                "output_items" => raw.output_items = field(k, map.next_value())?,
+                "token_item_index" => {
+                    raw.token_item_index = field(k, map.next_value_seed(Nullable(LaxInt)))?
+                }
+                "created_at" => raw.created_at = Some(field(k, map.next_value_seed(LaxFloat))?),
+                "parent_resolution" => {
+                    raw.parent_resolution = field(k, map.next_value::<Option<String>>())?
+                        .map(|s| match s.as_str() {
+                            "root" => Ok(ParentResolution::Root),
+                            "resolved" => Ok(ParentResolution::Resolved),
+                            "unresolved" => Ok(ParentResolution::Unresolved),
+                            other => Err(de::Error::custom(format!(
+                                "field `parent_resolution`: unknown value {other:?} (expected \
+                                 root, resolved, unresolved or null)"
+                            ))),
+                        })
+                        .transpose()?
+                }
+                "parent_call_id" => raw.parent_call_id = field(k, map.next_value())?,
+                "parent_resolution_reason" => {
+                    raw.parent_resolution_reason = Some(field(k, map.next_value())?)
+                }
+                "cum_len" => raw.cum_len = field(k, map.next_value_seed(Nullable(LaxInt)))?,
+                "digest" => raw.digest = field(k, map.next_value())?,
+                "prompt_is_delta" => raw.prompt_is_delta = field(k, map.next_value())?,
+                "prefix_requested" => raw.prefix_requested = field(k, map.next_value())?,
+                "prefix_supplied" => raw.prefix_supplied = field(k, map.next_value())?,
+                "continuation_fingerprint" => {
+                    raw.continuation_fingerprint = Some(field(k, map.next_value())?)
+                }
+                "continuation_context_len" => {
+                    raw.continuation_context_len = Some(field(k, map.next_value_seed(LaxInt))?)
+                }
+                "continuation_context_digest" => {
+                    raw.continuation_context_digest = Some(field(k, map.next_value())?)
+                }
+                "fingerprint_version" => {
+                    raw.fingerprint_version = field(k, map.next_value_seed(Nullable(LaxInt)))?
+                }
+                _ => {
+                    let value: Value = map.next_value()?;
+                    raw.extra.insert(k.to_owned(), value);
+                }
+            }
+        }
+        Ok(raw)
+    }
+}
+
+/// An integer, also accepted as an integral float or a decimal string (pydantic's lax mode).
+#[derive(Clone, Copy)]
+struct LaxInt;
+
+impl<'de> DeserializeSeed<'de> for LaxInt {
+    type Value = i64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<i64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for LaxInt {
+    type Value = i64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an integer")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<i64, E> {
+        Ok(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<i64, E> {
+        i64::try_from(v).map_err(|_| E::custom(format!("integer {v} is out of range")))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<i64, E> {
+        if v.fract() == 0.0 && v.abs() < 9.0e18 {
+            Ok(v as i64)
+        } else {
+            Err(E::custom(format!("expected an integer, got {v}")))
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<i64, E> {
+        v.trim()
+            .parse()
+            .map_err(|_| E::custom(format!("expected an integer, got {v:?}")))
+    }
+}
+
+/// A float, also accepted as an integer or a decimal string.
+#[derive(Clone, Copy)]
+struct LaxFloat;
+
+impl<'de> DeserializeSeed<'de> for LaxFloat {
+    type Value = f64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for LaxFloat {
+    type Value = f64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        Ok(v as f64)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        Ok(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+        v.trim()
+            .parse()
+            .map_err(|_| E::custom(format!("expected a number, got {v:?}")))
+    }
+}
+
+/// `null` or the inner value.
+struct Nullable<S>(S);
+
+impl<'de, S: DeserializeSeed<'de> + Copy> DeserializeSeed<'de> for Nullable<S> {
+    type Value = Option<S::Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de> + Copy> Visitor<'de> for Nullable<S> {
+    type Value = Option<S::Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a value or null")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        self.0.deserialize(d).map(Some)
+    }
+}
+
+/// A token id: a non-negative integer that fits in 32 bits.
+#[derive(Clone, Copy)]
+struct TokenId;
+
+impl<'de> DeserializeSeed<'de> for TokenId {
+    type Value = u32;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for TokenId {
+    type Value = u32;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a non-negative token id")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
+        u32::try_from(v).map_err(|_| E::custom(format!("token id {v} does not fit in 32 bits")))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
+        if v < 0 {
+            Err(E::custom(format!(
+                "token id {v} is negative; the digest cannot encode it"
+            )))
+        } else {
+            self.visit_u64(v as u64)
+        }
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
+        if v.fract() == 0.0 && v >= 0.0 && v <= f64::from(u32::MAX) {
+            Ok(v as u32)
+        } else {
+            Err(E::custom(format!("expected a token id, got {v}")))
+        }
+    }
+}
+
+/// An array of token ids.
+struct TokenIds;
+
+impl<'de> DeserializeSeed<'de> for TokenIds {
+    type Value = Vec<u32>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u32>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TokenIds {
+    type Value = Vec<u32>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of token ids")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u32>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(256));
+        while let Some(token) = seq.next_element_seed(TokenId)? {
+            out.push(token);
+        }
+        Ok(out)
+    }
+}
+
+/// An array of log probabilities.
+struct LogProbs;
+
+impl<'de> DeserializeSeed<'de> for LogProbs {
+    type Value = Vec<f64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<f64>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LogProbs {
+    type Value = Vec<f64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of log probabilities")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(64));
+        while let Some(value) = seq.next_element_seed(LaxFloat)? {
+            out.push(value);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(extra: &str) -> String {
+        format!(
+            r#"{{"rollout_id":"r","model_call_id":"c1","prompt_token_ids":[1,2],"generation_token_ids":[3],"generation_log_probs":[-0.5]{extra}}}"#
+        )
+    }
+
+    fn invalid(extra: &str) -> String {
+        match TokenRecord::parse(line(extra).as_bytes()) {
+            Err(RecordError::Invalid(msg)) => msg,
+            other => panic!("expected a refusal for {extra:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn minimal_record_gets_defaults_and_keeps_unknown_keys() {
+        let record = TokenRecord::parse(line(r#","future":{"x":1}"#).as_bytes()).unwrap();
+        assert_eq!(record.schema_version, 5);
+        assert_eq!(record.model, "");
+        assert_eq!(&record.prompt_token_ids[..], &[1, 2]);
+        assert_eq!(record.parent_resolution, None);
+        assert_eq!(record.extra["future"], serde_json::json!({"x": 1}));
+    }
+
+    #[test]
+    fn schema_gate() {
+        assert!(invalid(r#","schema_version":6"#).contains("upgrade the reader"));
+        assert!(invalid(r#","schema_version":2"#).contains("regenerate"));
+        assert!(TokenRecord::parse(line(r#","schema_version":3"#).as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn validation_rules() {
+        assert!(invalid(r#","generation_log_probs":[]"#).contains("differ in length"));
+        assert!(invalid(r#","token_item_index":0"#).contains("outside output_items"));
+        assert!(invalid(r#","parent_resolution":"resolved""#).contains("requires parent_call_id"));
+        assert!(
+            invalid(r#","parent_resolution":"root","parent_call_id":"p""#).contains("cannot carry")
+        );
+        assert!(
+            invalid(r#","parent_resolution":"unresolved","parent_call_id":"p""#)
+                .contains("cannot carry")
+        );
+        assert!(invalid(r#","prompt_is_delta":true"#).contains("delta prompt"));
+        assert!(invalid(r#","parent_resolution":"maybe""#).contains("unknown value"));
+        assert!(invalid(r#","prompt_token_ids":[-1]"#).contains("negative"));
+        assert!(invalid(r#","model":null"#).contains("model"));
+        let missing = TokenRecord::parse(br#"{"rollout_id":"r"}"#);
+        assert!(matches!(missing, Err(RecordError::Invalid(m)) if m.contains("model_call_id")));
+        assert!(matches!(
+            TokenRecord::parse(b"[1,2]"),
+            Err(RecordError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn syntax_errors_are_told_apart_from_refusals() {
+        assert!(matches!(
+            TokenRecord::parse(br#"{"rollout_id":"r","prompt"#),
+            Err(RecordError::Syntax(_))
+        ));
+        // A type error before a syntax error is still a malformed line.
+        assert!(matches!(
+            TokenRecord::parse(br#"{"schema_version":"x","rollout_id":"#),
+            Err(RecordError::Syntax(_))
+        ));
+    }
+
+    #[test]
+    fn lax_numbers() {
+        let record = TokenRecord::parse(
+            line(r#","schema_version":4.0,"created_at":3,"cum_len":"3""#).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(record.schema_version, 4);
+        assert_eq!(record.created_at, 3.0);
+        assert_eq!(record.cum_len, Some(3));
+    }
+}
