@@ -7,6 +7,7 @@
 pub mod build;
 pub mod load;
 pub mod store;
+pub mod synth;
 pub mod table;
 pub mod text;
 pub mod verdict;

@@ -1,0 +1,279 @@
+//! Writing synthetic token records and stores the way the reference writer lays them out.
+//!
+//! Used by the tests, the benchmark and the demo-store generator; not by the explorer itself,
+//! which never writes into a store.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use crate::build::digest::digest;
+
+/// One model call to write.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// `model_call_id`.
+    pub id: String,
+    /// Prompt tokens as stored: the full prompt, or only the suffix for a delta record.
+    pub prompt: Vec<u32>,
+    /// Generated tokens.
+    pub generation: Vec<u32>,
+    /// `parent_resolution` (`None` writes null).
+    pub resolution: Option<&'static str>,
+    /// `parent_call_id`.
+    pub parent: Option<String>,
+    /// `created_at`.
+    pub created_at: f64,
+    /// `prompt` is only the suffix after the parent's cumulative sequence.
+    pub delta: bool,
+    /// `cum_len` and `digest`.
+    pub lineage: Lineage,
+    /// Output items (defaults to one assistant message).
+    pub output_items: Option<Vec<Value>>,
+    /// Extra or overriding keys.
+    pub overrides: Map<String, Value>,
+}
+
+impl Call {
+    /// A root call.
+    pub fn root(id: &str, prompt: Vec<u32>, generation: Vec<u32>, created_at: f64) -> Call {
+        Call {
+            id: id.to_owned(),
+            prompt,
+            generation,
+            resolution: Some("root"),
+            parent: None,
+            created_at,
+            delta: false,
+            lineage: Lineage::Computed,
+            output_items: None,
+            overrides: Map::new(),
+        }
+    }
+
+    /// A call continuing `parent`.
+    pub fn child(
+        id: &str,
+        parent: &str,
+        prompt: Vec<u32>,
+        generation: Vec<u32>,
+        created_at: f64,
+    ) -> Call {
+        Call {
+            resolution: Some("resolved"),
+            parent: Some(parent.to_owned()),
+            ..Call::root(id, prompt, generation, created_at)
+        }
+    }
+
+    /// The record as one JSON line (keys sorted, no newline).
+    pub fn to_line(&self, rollout_id: &str) -> String {
+        let (cum_len, cum_digest) = match &self.lineage {
+            Lineage::Computed => {
+                assert!(!self.delta, "a delta record needs its lineage given");
+                let mut cumulative = self.prompt.clone();
+                cumulative.extend_from_slice(&self.generation);
+                (json!(cumulative.len()), json!(digest(&cumulative)))
+            }
+            Lineage::Given(len, digest) => (json!(len), json!(digest)),
+            Lineage::Omitted => (Value::Null, Value::Null),
+        };
+        let log_probs: Vec<f64> = self
+            .generation
+            .iter()
+            .map(|t| -f64::from(t % 1000) / 997.0)
+            .collect();
+        let items = self.output_items.clone().unwrap_or_else(|| {
+            vec![
+                json!({"type": "message", "role": "assistant", "id": format!("msg_{}", self.id),
+                        "content": [{"type": "output_text", "text": format!("turn {}", self.id)}]}),
+            ]
+        });
+        let mut record = json!({
+            "schema_version": 5,
+            "rollout_id": rollout_id,
+            "model_call_id": self.id,
+            "model": "policy",
+            "prompt_token_ids": self.prompt,
+            "generation_token_ids": self.generation,
+            "generation_log_probs": log_probs,
+            "routed_experts": null,
+            "output_items": items,
+            "token_item_index": 0,
+            "created_at": self.created_at,
+            "parent_resolution": self.resolution,
+            "parent_call_id": self.parent,
+            "parent_resolution_reason": "",
+            "cum_len": cum_len,
+            "digest": cum_digest,
+            "prompt_is_delta": self.delta,
+            "prefix_requested": false,
+            "prefix_supplied": false,
+            "continuation_fingerprint": "",
+            "continuation_context_len": 0,
+            "continuation_context_digest": "",
+            "fingerprint_version": null,
+        });
+        let map = record.as_object_mut().unwrap();
+        for (key, value) in &self.overrides {
+            map.insert(key.clone(), value.clone());
+        }
+        if map.get("token_item_index") == Some(&json!(0)) && items_len(map) == 0 {
+            map.insert("token_item_index".into(), Value::Null);
+        }
+        let sorted: std::collections::BTreeMap<_, _> = map.iter().collect();
+        serde_json::to_string(&sorted).unwrap()
+    }
+}
+
+/// How a record states its cumulative length and digest.
+#[derive(Clone, Debug)]
+pub enum Lineage {
+    /// Computed from `prompt` + `generation` (full-prompt records only).
+    Computed,
+    /// Given explicitly (delta records, or deliberately wrong values).
+    Given(usize, String),
+    /// Written as null.
+    Omitted,
+}
+
+fn items_len(map: &Map<String, Value>) -> usize {
+    map.get("output_items")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// A rollout to write into a store directory.
+#[derive(Clone, Debug, Default)]
+pub struct Rollout {
+    /// Rollout id.
+    pub id: String,
+    /// Calls in file order.
+    pub calls: Vec<Call>,
+    /// Extra intents (calls dispatched without a record).
+    pub extra_intents: Vec<String>,
+    /// Mark the state incomplete and write the sentinel.
+    pub incomplete: bool,
+    /// Mark the state frozen.
+    pub frozen: bool,
+    /// Raw bytes appended after the records (a torn tail, garbage…).
+    pub trailing: Vec<u8>,
+}
+
+impl Rollout {
+    /// Write the rollout's files into `dir` following the writer's layout.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let base = dir.join(&self.id);
+        let path = |suffix: &str| base.with_file_name(format!("{}{suffix}", self.id));
+        let mut records = std::io::BufWriter::new(std::fs::File::create(path(".tokens.jsonl"))?);
+        let mut intents = String::new();
+        for call in &self.calls {
+            intents.push_str(&call.id);
+            intents.push('\n');
+            records.write_all(call.to_line(&self.id).as_bytes())?;
+            records.write_all(b"\n")?;
+        }
+        records.write_all(&self.trailing)?;
+        records.flush()?;
+        for id in &self.extra_intents {
+            intents.push_str(id);
+            intents.push('\n');
+        }
+        std::fs::write(path(".tokens.intents"), intents)?;
+        if self.incomplete {
+            std::fs::write(path(".tokens.incomplete"), "\n")?;
+        }
+        let state = json!({"entry_digests": {}, "frozen": self.frozen, "incomplete": self.incomplete,
+                           "indexed_size": 0, "retired": false,
+                           "snapshot_id": if self.frozen { "snap" } else { "" },
+                           "version": self.calls.len()});
+        std::fs::write(path(".tokens.state.json"), state.to_string())?;
+        Ok(())
+    }
+}
+
+/// A small deterministic pseudo-random generator (xorshift), so fixtures need no dependency.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded generator.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// Next value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in `[low, high)`.
+    pub fn range(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next_u64() % (high - low).max(1)
+    }
+
+    /// `n` token ids below 150,000.
+    pub fn tokens(&mut self, n: usize) -> Vec<u32> {
+        (0..n).map(|_| self.range(0, 150_000) as u32).collect()
+    }
+}
+
+/// A linear agent rollout: each call extends the previous one by environment tokens.
+///
+/// `grow` is the mean number of environment tokens between calls. With `delta`, every call
+/// after the first stores only its suffix; with `lineage`, records carry `cum_len`/`digest`
+/// (hashing every cumulative sequence, so leave it off for very long delta chains).
+pub fn linear_rollout(
+    id: &str,
+    calls: usize,
+    rng: &mut Rng,
+    grow: usize,
+    delta: bool,
+    lineage: bool,
+) -> Rollout {
+    let mut out = Rollout {
+        id: id.to_owned(),
+        ..Rollout::default()
+    };
+    let mut cumulative: Vec<u32> = Vec::new();
+    let mut suffix = rng.tokens(grow.max(1));
+    let mut parent: Option<String> = None;
+    for index in 0..calls {
+        let generation_len = rng.range(8, 64) as usize;
+        let generation = rng.tokens(generation_len);
+        let call_id = format!("{id}-c{index:05}");
+        let created = 1_790_000_000.0 + index as f64;
+        let full_prompt_len = cumulative.len() + suffix.len();
+        let stored = if delta && parent.is_some() {
+            std::mem::take(&mut suffix)
+        } else {
+            let mut full = cumulative.clone();
+            full.append(&mut suffix);
+            full
+        };
+        cumulative
+            .extend_from_slice(&stored[stored.len() - (full_prompt_len - cumulative.len())..]);
+        let mut call = match &parent {
+            None => Call::root(&call_id, stored, generation.clone(), created),
+            Some(p) => Call::child(&call_id, p, stored, generation.clone(), created),
+        };
+        cumulative.extend_from_slice(&generation);
+        call.delta = delta && parent.is_some();
+        call.lineage = match (lineage, call.delta) {
+            (false, _) => Lineage::Omitted,
+            (true, false) => Lineage::Computed,
+            (true, true) => Lineage::Given(cumulative.len(), digest(&cumulative)),
+        };
+        let environment = rng.range(1, (2 * grow as u64).max(2)) as usize;
+        suffix = rng.tokens(environment);
+        parent = Some(call_id);
+        out.calls.push(call);
+    }
+    out
+}

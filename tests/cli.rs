@@ -1,0 +1,92 @@
+//! The command line: formats, exit codes, error messages.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn store(rel: &str) -> String {
+    common::fixture(rel).to_str().unwrap().to_owned()
+}
+
+#[test]
+fn missing_directory_is_one_clear_line_and_status_two() {
+    let output = run(&["build", "/nonexistent/store"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/store") && stderr.contains("no such directory"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn table_lists_every_rollout_with_verdict_and_reason() {
+    let output = run(&["build", &store("conformance/store-1-0")]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("rollout") && lines[0].contains("first reason"));
+    assert_eq!(lines.len(), 32, "header, 30 rollouts, summary");
+    assert!(lines[31].starts_with("30 rollouts:"));
+    let dangling = lines.iter().find(|l| l.starts_with("0-13-a2")).unwrap();
+    assert!(
+        dangling.contains("live") && dangling.contains("pending (masked)"),
+        "{dangling}"
+    );
+    assert!(dangling.contains("capture incomplete"), "{dangling}");
+    let clean = lines.iter().find(|l| l.starts_with("0-0-a0 ")).unwrap();
+    assert!(
+        clean.contains("pending (ok)") && clean.contains("100.0%"),
+        "{clean}"
+    );
+}
+
+#[test]
+fn rollout_filter_and_json_array() {
+    let output = run(&[
+        "build",
+        &store("conformance/store-1-0"),
+        "--rollout",
+        "0-3-a1",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success());
+    let reports: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let reports = reports.as_array().unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["rollout_id"], "0-3-a1");
+    assert_eq!(reports[0]["reasons"][0]["code"], "roots_not_one");
+}
+
+#[test]
+fn check_fails_only_on_frozen_masked_rollouts() {
+    let temp = tempfile::tempdir().unwrap();
+    let mut rng = tokscope::synth::Rng::new(7);
+    let mut good = tokscope::synth::linear_rollout("good", 3, &mut rng, 5, false, true);
+    good.frozen = true;
+    good.write(temp.path()).unwrap();
+    let dir = temp.path().to_str().unwrap();
+    assert_eq!(run(&["check", dir]).status.code(), Some(0));
+    // A live masked rollout is pending, not a failure.
+    let mut live = tokscope::synth::linear_rollout("live", 2, &mut rng, 5, false, true);
+    live.extra_intents.push("live-lost".into());
+    live.write(temp.path()).unwrap();
+    assert_eq!(run(&["check", dir]).status.code(), Some(0));
+    let mut bad = tokscope::synth::linear_rollout("bad", 2, &mut rng, 5, false, true);
+    bad.frozen = true;
+    bad.incomplete = true;
+    bad.write(temp.path()).unwrap();
+    let output = run(&["check", dir]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8(output.stdout).unwrap().contains("masked"));
+}

@@ -1,0 +1,172 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// Path of a fixture under `tests/fixtures`.
+pub fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+/// Reports of a store as JSON values, via the library.
+pub fn reports(store: &std::path::Path) -> Vec<Value> {
+    let locations = tokscope::load::locate(&[store.to_path_buf()], &[]).unwrap();
+    tokscope::load::analyze_all(&locations, &Default::default())
+        .iter()
+        .map(|a| serde_json::to_value(a.report()).unwrap())
+        .collect()
+}
+
+fn chain_key(chain: &Value) -> String {
+    format!(
+        "{}|{}|{}",
+        chain["call_ids"], chain["interstitial_lens"], chain["root_prompt_len"]
+    )
+}
+
+fn sorted_strings(value: Option<&Value>) -> Vec<String> {
+    let mut out: Vec<String> = value
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(Value::to_string).collect())
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn notes_equal(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return false;
+    };
+    if a.keys().collect::<std::collections::BTreeSet<_>>() != b.keys().collect() {
+        return false;
+    }
+    a.iter().all(|(key, value)| match value {
+        Value::Array(_) => sorted_strings(Some(value)) == sorted_strings(b.get(key)),
+        _ => json_eq(value, &b[key]),
+    })
+}
+
+/// JSON equality with numbers compared by value (as Python compares ints and floats).
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The comparison rules of `compare.py`; returns the problems found.
+pub fn compare(expected: &Value, actual: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let truthy = |v: Option<&Value>| v.is_some_and(tokscope::store::state::truthy);
+    if truthy(expected.get("mask_sample")) != truthy(actual.get("mask_sample")) {
+        problems.push(format!(
+            "mask_sample {} != {}",
+            actual["mask_sample"], expected["mask_sample"]
+        ));
+    }
+    let (expected_error, actual_error) =
+        (truthy(expected.get("error")), truthy(actual.get("error")));
+    if expected_error != actual_error {
+        problems.push(format!(
+            "error {:?} vs expected {:?}",
+            actual.get("error"),
+            expected.get("error")
+        ));
+    }
+    if !expected_error && !actual_error {
+        if !json_eq(&expected["metrics"], &actual["metrics"]) {
+            problems.push(format!(
+                "metrics {} != {}",
+                actual["metrics"], expected["metrics"]
+            ));
+        }
+        if !json_eq(&expected["rebuilt_response"], &actual["rebuilt_response"]) {
+            problems.push("rebuilt_response differs".into());
+        }
+        for key in ["unresolved_retries", "unresolved_parent_calls"] {
+            if sorted_strings(expected.get(key)) != sorted_strings(actual.get(key)) {
+                problems.push(format!(
+                    "{key} {:?} != {:?}",
+                    actual.get(key),
+                    expected.get(key)
+                ));
+            }
+        }
+    }
+    let (eb, ab) = (
+        &expected["build"],
+        actual.get("build").unwrap_or(&Value::Null),
+    );
+    if !eb.is_null() && !ab.is_null() {
+        let chains = |b: &Value, main: bool| {
+            let mut keys: Vec<String> = b["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| (c["chain_id"] == "main") == main)
+                .map(chain_key)
+                .collect();
+            keys.sort();
+            keys
+        };
+        if chains(eb, true) != chains(ab, true) {
+            problems.push("main chain differs".into());
+        }
+        if chains(eb, false) != chains(ab, false) {
+            problems.push("branch chains differ".into());
+        }
+        if sorted_strings(eb.get("quarantined")) != sorted_strings(ab.get("quarantined")) {
+            problems.push(format!(
+                "quarantined {} != {}",
+                ab["quarantined"], eb["quarantined"]
+            ));
+        }
+        if !notes_equal(&eb["notes"], &ab["notes"]) {
+            problems.push(format!("notes {} != {}", ab["notes"], eb["notes"]));
+        }
+    }
+    problems
+}
+
+/// Compare every expected report with the actual reports; returns (passed, failures).
+pub fn compare_all(expected: &[Value], actual: &[Value]) -> (usize, Vec<String>) {
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for report in expected {
+        let id = &report["rollout_id"];
+        let found: Vec<&Value> = actual.iter().filter(|a| &a["rollout_id"] == id).collect();
+        let problems = match found.len() {
+            0 => vec!["no report".to_string()],
+            1 => compare(report, found[0]),
+            _ => vec!["several reports".to_string()],
+        };
+        if problems.is_empty() {
+            passed += 1;
+        } else {
+            failures.push(format!("{id} {}: {}", report["tags"], problems.join("; ")));
+        }
+    }
+    (passed, failures)
+}
+
+/// Expected reports of a fixture store.
+pub fn expected(store: &str) -> Vec<Value> {
+    std::fs::read_to_string(fixture(&format!("conformance/{store}.expected.jsonl")))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
