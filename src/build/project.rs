@@ -103,25 +103,13 @@ pub fn project_chain(
     chain: &Chain,
 ) -> Vec<ProjectedItem> {
     let mut items = Vec::new();
-    let Some(first) = chain.links.first() else {
-        return items;
-    };
-    let root = &build.nodes[first.node];
-    let mut running = append_range(&TokenSeq::new(), &root.prompt, 0, chain.root_prompt_len);
+    let mut running = TokenSeq::new();
     for (step, link) in chain.links.iter().enumerate() {
         let node = &build.nodes[link.node];
-        if step > 0 {
-            running = append_range(
-                &running,
-                &node.prompt,
-                link.interstitial.0,
-                link.interstitial.1,
-            );
-        }
         let record = &records[node.record];
-        let through = running.append(record.generation_token_ids.clone());
+        let (prompt, through) = extend_chain(&running, chain, step, link, build);
         let tokens = CarriedTokens {
-            prompt: running.clone(),
+            prompt: prompt.clone(),
             generation: record.generation_token_ids.clone(),
             log_probs: record.generation_log_probs.clone(),
             routed_experts: (!record.routed_experts.is_null())
@@ -170,8 +158,45 @@ pub fn project_chain(
     items
 }
 
+/// One step along a chain: the sequence before link `step`'s generation (the running
+/// sequence plus the link's new prompt tokens) and the sequence after it.
+///
+/// When the chain so far is exactly the start of the call's prompt (the normal case) both
+/// results are the call's own shared sequences, so later prefix checks are pointer checks.
+fn extend_chain(
+    running: &TokenSeq,
+    chain: &Chain,
+    step: usize,
+    link: &super::merge::ChainLink,
+    build: &BuildOutput,
+) -> (TokenSeq, TokenSeq) {
+    let node = &build.nodes[link.node];
+    let (start, end) = if step == 0 {
+        (0, chain.root_prompt_len)
+    } else {
+        link.interstitial
+    };
+    let prompt = append_range(running, &node.prompt, start, end);
+    let through = if prompt.ptr_eq(&node.prompt) {
+        node.cumulative.clone()
+    } else {
+        let generation = node.cumulative.len() - node.prompt.len();
+        let tail: Vec<u32> = node
+            .cumulative
+            .iter()
+            .skip(node.prompt.len())
+            .take(generation)
+            .collect();
+        prompt.append(tail.into())
+    };
+    (prompt, through)
+}
+
 /// `running` followed by `source[start..end]`, sharing `source` when `running` is its prefix.
 fn append_range(running: &TokenSeq, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
+    if end == source.len() && running.len() == start && source.starts_with(running) {
+        return source.clone();
+    }
     if start >= end {
         return running.clone();
     }
@@ -392,7 +417,7 @@ impl Provenance {
 }
 
 /// Token provenance and loss mask of a chain.
-pub fn provenance(records: &[TokenRecord], build: &BuildOutput, chain: &Chain) -> Provenance {
+pub fn provenance(build: &BuildOutput, chain: &Chain) -> Provenance {
     let mut segments = Vec::new();
     let mut tokens = TokenSeq::new();
     let mut push = |origin, tokens_now: &TokenSeq, before: usize, mask| {
@@ -405,23 +430,21 @@ pub fn provenance(records: &[TokenRecord], build: &BuildOutput, chain: &Chain) -
         }
     };
     for (step, link) in chain.links.iter().enumerate() {
-        let node = &build.nodes[link.node];
         let before = tokens.len();
-        if step == 0 {
-            tokens = append_range(&tokens, &node.prompt, 0, chain.root_prompt_len);
-            push(Origin::RootPrompt, &tokens, before, 0);
+        let (prompt, through) = extend_chain(&tokens, chain, step, link, build);
+        let origin = if step == 0 {
+            Origin::RootPrompt
         } else {
-            tokens = append_range(
-                &tokens,
-                &node.prompt,
-                link.interstitial.0,
-                link.interstitial.1,
-            );
-            push(Origin::Interstitial { node: link.node }, &tokens, before, 0);
-        }
-        let before = tokens.len();
-        tokens = tokens.append(records[node.record].generation_token_ids.clone());
-        push(Origin::Generation { node: link.node }, &tokens, before, 1);
+            Origin::Interstitial { node: link.node }
+        };
+        push(origin, &prompt, before, 0);
+        push(
+            Origin::Generation { node: link.node },
+            &through,
+            prompt.len(),
+            1,
+        );
+        tokens = through;
     }
     Provenance { tokens, segments }
 }

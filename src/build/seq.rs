@@ -169,6 +169,30 @@ impl TokenSeq {
     }
 }
 
+impl TokenSeq {
+    /// Whether both are the very same shared sequence (O(1), no token compared).
+    pub fn ptr_eq(&self, other: &TokenSeq) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Drop for TokenSeq {
+    // The default drop recurses once per node; a 10,000-call chain would overflow the stack.
+    fn drop(&mut self) {
+        let mut next = self.0.take();
+        while let Some(node) = next {
+            match Arc::try_unwrap(node) {
+                Ok(mut owned) => next = owned.prefix.0.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 impl PartialEq for TokenSeq {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.starts_with(other)
