@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use super::digest::{digest, digest_prefix};
+use super::digest::digest_prefix;
 use super::seq::TokenSeq;
 use crate::store::{ParentResolution, TokenRecord};
 
@@ -756,11 +756,4 @@ fn select_main(records: &[TokenRecord], terminal: Option<&str>, out: &mut BuildO
     if anchored.is_some() {
         out.notes.terminal_chain = "main".into();
     }
-}
-
-/// The digest of a record's own cumulative sequence (full-prompt records only).
-pub fn own_digest(record: &TokenRecord) -> String {
-    let mut tokens = record.prompt_token_ids.to_vec();
-    tokens.extend_from_slice(&record.generation_token_ids);
-    digest(&tokens)
 }
