@@ -200,14 +200,6 @@ fn append_range(running: &TokenSeq, source: &TokenSeq, start: usize, end: usize)
     if start >= end {
         return running.clone();
     }
-    if running.len() == start && source.starts_with(running) {
-        // The common case: the chain so far is exactly the start of this prompt.
-        let mut shared = source.clone();
-        if end < source.len() {
-            shared = TokenSeq::from(source.iter().take(end).collect::<Vec<_>>());
-        }
-        return shared;
-    }
     let tail: Vec<u32> = source.iter().skip(start).take(end - start).collect();
     running.append(tail.into())
 }
