@@ -7,34 +7,11 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use tokscope::synth::{Rng, linear_rollout};
 use tokscope::verdict::VerdictOptions;
 
 fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let mut rng = Rng::new(2026);
-    let mut total_calls = 0;
-    for index in 0..24 {
-        let calls = rng.range(30, 61) as usize;
-        let final_prompt = if index % 6 == 0 {
-            100_000
-        } else {
-            rng.range(5_000, 40_000) as usize
-        };
-        let grow = final_prompt / calls / 2; // environment tokens average `grow`
-        let delta = index % 3 == 2;
-        let mut rollout = linear_rollout(
-            &format!("bench-{index}"),
-            calls,
-            &mut rng,
-            grow,
-            delta,
-            true,
-        );
-        rollout.frozen = true;
-        rollout.write(dir.path()).expect("write rollout");
-        total_calls += calls;
-    }
+    let total_calls = tokscope::synth::write_bench_store(dir.path()).expect("write the store");
     let bytes: u64 = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
@@ -45,21 +22,28 @@ fn main() {
     let mut output_bytes = 0;
     for _ in 0..5 {
         let start = Instant::now();
+        // Exactly the CLI's jsonl path: serialize on the workers, write in rollout order.
         let locations = tokscope::load::locate(&stores, &[]).unwrap();
-        let analyses = tokscope::load::analyze_all(&locations, &options);
-        // Buffered exactly as the CLI writes to stdout.
         let mut sink = std::io::BufWriter::with_capacity(1 << 20, CountingSink(0));
-        for analysis in &analyses {
-            serde_json::to_writer(&mut sink, &analysis.report()).unwrap();
-            sink.write_all(b"\n").unwrap();
-        }
+        let mut clean = true;
+        tokscope::load::analyze_in_order(
+            &locations,
+            &options,
+            |analysis| {
+                let mut line = Vec::with_capacity(analysis.report_size_hint());
+                serde_json::to_writer(&mut line, &analysis.report()).unwrap();
+                line.push(b'\n');
+                (analysis.mask_sample, line)
+            },
+            |(masked, line)| {
+                clean &= !masked;
+                sink.write_all(&line).unwrap();
+            },
+        );
         let sink = sink.into_inner().ok().unwrap();
         timings.push(start.elapsed());
         output_bytes = sink.0;
-        assert!(
-            analyses.iter().all(|a| !a.mask_sample),
-            "generated rollouts are clean"
-        );
+        assert!(clean, "generated rollouts are clean");
     }
     timings.sort();
     let median: Duration = timings[timings.len() / 2];

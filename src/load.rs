@@ -1,6 +1,8 @@
 //! Reading and judging many rollouts at once, spread over the available cores.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::store::{RolloutLocation, StoreDirError, discover, layout::natural_cmp, read_capture};
@@ -24,13 +26,44 @@ pub fn locate(dirs: &[PathBuf], only: &[String]) -> Result<Vec<RolloutLocation>,
 
 /// Read, rebuild and judge every location, in parallel, keeping the input order.
 pub fn analyze_all(locations: &[RolloutLocation], options: &VerdictOptions) -> Vec<Analysis> {
+    analyze_all_with(locations, options, |analysis| analysis)
+}
+
+/// Like [`analyze_all`], applying `finish` to each analysis on the worker thread (for
+/// example serializing its report, which is as much work as the build itself).
+pub fn analyze_all_with<T: Send>(
+    locations: &[RolloutLocation],
+    options: &VerdictOptions,
+    finish: impl Fn(Analysis) -> T + Sync,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(locations.len());
+    analyze_in_order(locations, options, finish, |value| out.push(value));
+    out
+}
+
+/// Analyze in parallel and hand each result of `finish` to `consume` in input order, as soon
+/// as it and everything before it are done; results are not kept, so memory stays bounded by
+/// the work in flight.
+pub fn analyze_in_order<T: Send>(
+    locations: &[RolloutLocation],
+    options: &VerdictOptions,
+    finish: impl Fn(Analysis) -> T + Sync,
+    consume: impl FnMut(T) + Send,
+) {
+    struct Emitter<T, C> {
+        next: usize,
+        waiting: BTreeMap<usize, T>,
+        consume: C,
+    }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(locations.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Analysis>> = (0..locations.len()).map(|_| None).collect();
-    let slots: Vec<std::sync::Mutex<&mut Option<Analysis>>> =
-        results.iter_mut().map(std::sync::Mutex::new).collect();
+    let emitter = Mutex::new(Emitter {
+        next: 0,
+        waiting: BTreeMap::new(),
+        consume,
+    });
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
@@ -39,15 +72,19 @@ pub fn analyze_all(locations: &[RolloutLocation], options: &VerdictOptions) -> V
                     let Some(location) = locations.get(index) else {
                         break;
                     };
-                    let analysis = analyze(read_capture(location), options);
-                    **slots[index].lock().unwrap() = Some(analysis);
+                    let value = finish(analyze(read_capture(location), options));
+                    let mut emitter = emitter.lock().unwrap();
+                    emitter.waiting.insert(index, value);
+                    loop {
+                        let position = emitter.next;
+                        let Some(ready) = emitter.waiting.remove(&position) else {
+                            break;
+                        };
+                        (emitter.consume)(ready);
+                        emitter.next += 1;
+                    }
                 }
             });
         }
     });
-    drop(slots);
-    results
-        .into_iter()
-        .map(|a| a.expect("every rollout analyzed"))
-        .collect()
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tokscope::load::{analyze_all, locate};
+use tokscope::load::{analyze_all, analyze_in_order, locate};
 use tokscope::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
 
 mod cli;
@@ -30,9 +30,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Check(args)) => {
             build(&args.stores, &[], &VerdictOptions::default(), Format::Table).map(|analyses| {
-                let failed = analyses
-                    .iter()
-                    .any(|a| a.lifecycle == Lifecycle::Frozen && a.verdict == Verdict::Masked);
+                let failed = analyses.contains(&(Lifecycle::Frozen, Verdict::Masked));
                 if failed {
                     ExitCode::from(1)
                 } else {
@@ -66,33 +64,60 @@ fn stores_or_demo(stores: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
+/// What `check` needs to know of each rollout.
+type Outcome = (Lifecycle, Verdict);
+
 fn build(
     stores: &[PathBuf],
     only: &[String],
     options: &VerdictOptions,
     format: Format,
-) -> anyhow::Result<Vec<Analysis>> {
+) -> anyhow::Result<Vec<Outcome>> {
     let locations = locate(stores, only)?;
-    let analyses = analyze_all(&locations, options);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    match format {
-        Format::Table => out.write_all(tokscope::table::render(&analyses).as_bytes())?,
+    // `Stdout` (not its lock) so the jsonl writer can run on whichever worker finishes.
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+    let outcome = |a: &Analysis| (a.lifecycle, a.verdict);
+    let outcomes = match format {
         Format::Jsonl => {
-            for analysis in &analyses {
-                serde_json::to_writer(&mut out, &analysis.report())?;
-                out.write_all(b"\n")?;
-            }
+            // Serialize on the worker threads; write in rollout order as results arrive.
+            let mut outcomes = Vec::with_capacity(locations.len());
+            let mut written = Ok(());
+            analyze_in_order(
+                &locations,
+                options,
+                |analysis| {
+                    let mut line = Vec::with_capacity(analysis.report_size_hint());
+                    serde_json::to_writer(&mut line, &analysis.report())
+                        .expect("reports serialize");
+                    line.push(b'\n');
+                    (outcome(&analysis), line)
+                },
+                |(result, line)| {
+                    outcomes.push(result);
+                    if written.is_ok() {
+                        written = out.write_all(&line);
+                    }
+                },
+            );
+            written?;
+            outcomes
+        }
+        Format::Table => {
+            let analyses = analyze_all(&locations, options);
+            out.write_all(tokscope::table::render(&analyses).as_bytes())?;
+            analyses.iter().map(outcome).collect()
         }
         Format::Json => {
+            let analyses = analyze_all(&locations, options);
             let reports: Vec<_> = analyses.iter().map(Analysis::report).collect();
             serde_json::to_writer_pretty(&mut out, &reports)?;
             out.write_all(b"\n")?;
+            analyses.iter().map(outcome).collect()
         }
-    }
+    };
     match out.flush() {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    Ok(analyses)
+    Ok(outcomes)
 }

@@ -277,3 +277,33 @@ pub fn linear_rollout(
     }
     out
 }
+
+/// The benchmark store: 24 rollouts of 30–60 calls, prompts growing to ~100k tokens in every
+/// sixth rollout (5k–40k in the others), every third rollout stored as delta records. All
+/// frozen and clean. Returns the number of calls written.
+pub fn write_bench_store(dir: &Path) -> std::io::Result<usize> {
+    let mut rng = Rng::new(2026);
+    let mut total_calls = 0;
+    for index in 0..24 {
+        let calls = rng.range(30, 61) as usize;
+        let final_prompt = if index % 6 == 0 {
+            100_000
+        } else {
+            rng.range(5_000, 40_000) as usize
+        };
+        let grow = final_prompt / calls / 2;
+        let delta = index % 3 == 2;
+        let mut rollout = linear_rollout(
+            &format!("bench-{index}"),
+            calls,
+            &mut rng,
+            grow,
+            delta,
+            true,
+        );
+        rollout.frozen = true;
+        rollout.write(dir)?;
+        total_calls += calls;
+    }
+    Ok(total_calls)
+}

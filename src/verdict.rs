@@ -393,6 +393,19 @@ impl Analysis {
         }
     }
 
+    /// A generous estimate of the serialized report's size, to size its buffer once.
+    pub fn report_size_hint(&self) -> usize {
+        let tokens: usize = self.response.as_ref().map_or(0, |response| {
+            response
+                .output
+                .iter()
+                .filter_map(|item| item.tokens.as_ref())
+                .map(|t| t.prompt.len() + t.generation.len() * 4)
+                .sum()
+        });
+        4096 + tokens * 7
+    }
+
     /// The first reason, if masked.
     pub fn first_reason(&self) -> Option<&MaskReason> {
         self.reasons.first()

@@ -196,6 +196,8 @@ pub struct BuildOptions {
 struct Materialized {
     prompt: TokenSeq,
     cumulative: TokenSeq,
+    /// The recorded digest is known to match `cumulative` (checked while materializing).
+    digest_verified: bool,
 }
 
 /// Run `prefix_merging` over records in file order.
@@ -323,7 +325,8 @@ pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildO
             quarantined: false,
             note,
         });
-        digest_consistent.push(None);
+        // A delta record's digest was verified while materializing it: no need to hash again.
+        digest_consistent.push(seqs.digest_verified.then_some(true));
         if let Some(prefix_index) = prefix_index.as_mut() {
             prefix_index.add(node_index, &seqs.cumulative);
         }
@@ -448,15 +451,19 @@ fn materialize(
         let Some(Some(cum)) = &cumulative[index] else {
             continue;
         };
+        let mut digest_verified = false;
         if record.prompt_is_delta
             && let Some(expected) = record.digest.as_deref().filter(|d| !d.is_empty())
-            && digest_prefix(cum, cum.len()) != expected
         {
-            continue;
+            if digest_prefix(cum, cum.len()) != expected {
+                continue;
+            }
+            digest_verified = true;
         }
         out[index] = Some(Materialized {
             prompt: prompts[index].clone().unwrap(),
             cumulative: cum.clone(),
+            digest_verified,
         });
     }
     out

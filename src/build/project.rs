@@ -29,6 +29,65 @@ pub struct CarriedTokens {
     pub routed_experts: Option<Value>,
     /// `prompt` followed by `generation`.
     pub through: TokenSeq,
+    /// Decimal text of the whole chain, when the response was built for output.
+    pub text: Option<Arc<ChainText>>,
+}
+
+/// The comma-separated decimal text of a chain's token stream.
+///
+/// Every carrier item's prompt is a prefix of the chain, so the rebuilt response (whose size
+/// is quadratic in the chain length) is written by copying prefixes of this text instead of
+/// formatting every token of every prompt again.
+#[derive(Debug)]
+pub struct ChainText {
+    text: String,
+    /// `ends[k]`: byte length of the text of the first `k` tokens.
+    ends: Vec<usize>,
+}
+
+impl ChainText {
+    /// Format `tokens` once.
+    pub fn new(tokens: &TokenSeq) -> ChainText {
+        let mut text = String::with_capacity(tokens.len() * 7);
+        let mut ends = Vec::with_capacity(tokens.len() + 1);
+        ends.push(0);
+        let mut buffer = itoa::Buffer::new();
+        for (index, token) in tokens.iter().enumerate() {
+            if index > 0 {
+                text.push(',');
+            }
+            text.push_str(buffer.format(token));
+            ends.push(text.len());
+        }
+        ChainText { text, ends }
+    }
+
+    /// The first `count` tokens as a JSON array, emitted verbatim by serde_json.
+    fn prefix_json(&self, count: usize) -> RawJson {
+        let body = &self.text[..self.ends[count]];
+        let mut json = String::with_capacity(body.len() + 2);
+        json.push('[');
+        json.push_str(body);
+        json.push(']');
+        RawJson(json)
+    }
+}
+
+/// Text known to be valid JSON, written as-is.
+///
+/// `serde_json::value::RawValue` would re-parse the text to validate it, which costs as much
+/// as formatting the tokens; this uses the same struct marker RawValue serializes through
+/// (the tests compare the output with plain serialization, so a change in serde_json shows).
+struct RawJson(String);
+
+impl serde::Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        const TOKEN: &str = "$serde_json::private::RawValue";
+        let mut raw = serializer.serialize_struct(TOKEN, 1)?;
+        raw.serialize_field(TOKEN, &self.0)?;
+        raw.end()
+    }
 }
 
 /// One output item of the rebuilt response.
@@ -57,7 +116,12 @@ impl serde::Serialize for ProjectedItem {
             }
         }
         if let Some(tokens) = &self.tokens {
-            map.serialize_entry("prompt_token_ids", &tokens.prompt)?;
+            match &tokens.text {
+                Some(text) => {
+                    map.serialize_entry("prompt_token_ids", &text.prefix_json(tokens.prompt.len()))?
+                }
+                None => map.serialize_entry("prompt_token_ids", &tokens.prompt)?,
+            }
             map.serialize_entry("generation_token_ids", &tokens.generation[..])?;
             map.serialize_entry("generation_log_probs", &tokens.log_probs[..])?;
             if let Some(experts) = &tokens.routed_experts {
@@ -115,6 +179,7 @@ pub fn project_chain(
             routed_experts: (!record.routed_experts.is_null())
                 .then(|| record.routed_experts.clone()),
             through: through.clone(),
+            text: None,
         };
         let content = &record.output_items;
         let carriers: Vec<usize> = match record.token_item_index {
@@ -255,7 +320,20 @@ pub fn project_main_chain(
             "ValueError: capture produced no safe trainable chain".into(),
         ));
     };
-    let output = project_chain(records, build, main);
+    let mut output = project_chain(records, build, main);
+    // The running sequence only ever grows by appending, so every carrier's prompt is a prefix
+    // of the last carrier's full sequence.
+    let full = output
+        .iter()
+        .rev()
+        .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()));
+    if let Some(full) = full {
+        let text = Arc::new(ChainText::new(&full));
+        for tokens in output.iter_mut().filter_map(|item| item.tokens.as_mut()) {
+            debug_assert!(full.starts_with(&tokens.prompt));
+            tokens.text = Some(Arc::clone(&text));
+        }
+    }
     let has_tokens = output.iter().any(|item| match item_tokens(item) {
         Some(ItemTokens::Carried(t)) => !t.generation.is_empty(),
         Some(ItemTokens::Inline { generation, .. }) => crate::store::state::truthy(generation),
@@ -439,4 +517,23 @@ pub fn provenance(build: &BuildOutput, chain: &Chain) -> Provenance {
         tokens = through;
     }
     Provenance { tokens, segments }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_text_serializes_like_the_token_sequence() {
+        let seq = TokenSeq::from(vec![5, 0, 4_294_967_295]).append(vec![7, 12].into());
+        let text = ChainText::new(&seq);
+        for count in 0..=seq.len() {
+            let fast = serde_json::to_string(&text.prefix_json(count)).unwrap();
+            let plain = serde_json::to_string(&seq.to_vec()[..count]).unwrap();
+            assert_eq!(fast, plain);
+        }
+        // Through a Value, too (as the library's JSON report helpers do).
+        let value = serde_json::to_value(text.prefix_json(2)).unwrap();
+        assert_eq!(value, serde_json::json!([5, 0]));
+    }
 }

@@ -7,7 +7,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::{Map, Value};
 
 /// Newest record schema this reader understands.
@@ -112,6 +114,9 @@ impl fmt::Display for RecordError {
 impl TokenRecord {
     /// Parse and validate one line (already stripped of surrounding whitespace).
     pub fn parse(line: &[u8]) -> Result<TokenRecord, RecordError> {
+        if let Some(raw) = fast::parse(line) {
+            return raw.validate().map_err(RecordError::Invalid);
+        }
         let raw = match serde_json::from_slice::<RawRecord>(line) {
             Ok(raw) => raw,
             Err(error) => {
@@ -143,8 +148,8 @@ struct RawRecord {
     rollout_id: Option<String>,
     model_call_id: Option<String>,
     model: Option<String>,
-    prompt_token_ids: Option<Vec<u32>>,
-    generation_token_ids: Option<Vec<u32>>,
+    prompt_token_ids: Option<Arc<[u32]>>,
+    generation_token_ids: Option<Arc<[u32]>>,
     generation_log_probs: Option<Vec<f64>>,
     routed_experts: Value,
     output_items: Vec<Map<String, Value>>,
@@ -240,8 +245,8 @@ impl RawRecord {
             rollout_id,
             model_call_id,
             model: self.model.unwrap_or_default(),
-            prompt_token_ids: prompt.into(),
-            generation_token_ids: generation.into(),
+            prompt_token_ids: prompt,
+            generation_token_ids: generation,
             generation_log_probs: log_probs.into(),
             routed_experts: self.routed_experts,
             output_items: self.output_items,
@@ -287,71 +292,329 @@ impl<'de> Visitor<'de> for RawRecordVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRecord, A::Error> {
         let mut raw = RawRecord::default();
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let k = key.as_ref();
-            match k {
-                "schema_version" => {
-                    raw.schema_version = Some(field(k, map.next_value_seed(LaxInt))?)
-                }
-                "rollout_id" => raw.rollout_id = Some(field(k, map.next_value())?),
-                "model_call_id" => raw.model_call_id = Some(field(k, map.next_value())?),
-                "model" => raw.model = Some(field(k, map.next_value())?),
-                "prompt_token_ids" => {
-                    raw.prompt_token_ids = Some(field(k, map.next_value_seed(TokenIds))?)
-                }
-                "generation_token_ids" => {
-                    raw.generation_token_ids = Some(field(k, map.next_value_seed(TokenIds))?)
-                }
-                "generation_log_probs" => {
-                    raw.generation_log_probs = Some(field(k, map.next_value_seed(LogProbs))?)
-                }
-                "routed_experts" => raw.routed_experts = field(k, map.next_value())?,
-                "output_items" => raw.output_items = field(k, map.next_value())?,
-                "token_item_index" => {
-                    raw.token_item_index = field(k, map.next_value_seed(Nullable(LaxInt)))?
-                }
-                "created_at" => raw.created_at = Some(field(k, map.next_value_seed(LaxFloat))?),
-                "parent_resolution" => {
-                    raw.parent_resolution = field(k, map.next_value::<Option<String>>())?
-                        .map(|s| match s.as_str() {
-                            "root" => Ok(ParentResolution::Root),
-                            "resolved" => Ok(ParentResolution::Resolved),
-                            "unresolved" => Ok(ParentResolution::Unresolved),
-                            other => Err(de::Error::custom(format!(
-                                "field `parent_resolution`: unknown value {other:?} (expected \
-                                 root, resolved, unresolved or null)"
-                            ))),
-                        })
-                        .transpose()?
-                }
-                "parent_call_id" => raw.parent_call_id = field(k, map.next_value())?,
-                "parent_resolution_reason" => {
-                    raw.parent_resolution_reason = Some(field(k, map.next_value())?)
-                }
-                "cum_len" => raw.cum_len = field(k, map.next_value_seed(Nullable(LaxInt)))?,
-                "digest" => raw.digest = field(k, map.next_value())?,
-                "prompt_is_delta" => raw.prompt_is_delta = field(k, map.next_value())?,
-                "prefix_requested" => raw.prefix_requested = field(k, map.next_value())?,
-                "prefix_supplied" => raw.prefix_supplied = field(k, map.next_value())?,
-                "continuation_fingerprint" => {
-                    raw.continuation_fingerprint = Some(field(k, map.next_value())?)
-                }
-                "continuation_context_len" => {
-                    raw.continuation_context_len = Some(field(k, map.next_value_seed(LaxInt))?)
-                }
-                "continuation_context_digest" => {
-                    raw.continuation_context_digest = Some(field(k, map.next_value())?)
-                }
-                "fingerprint_version" => {
-                    raw.fingerprint_version = field(k, map.next_value_seed(Nullable(LaxInt)))?
-                }
-                _ => {
-                    let value: Value = map.next_value()?;
-                    raw.extra.insert(k.to_owned(), value);
-                }
-            }
+            map.next_value_seed(FieldSeed {
+                raw: &mut raw,
+                key: key.as_ref(),
+            })?;
         }
         Ok(raw)
     }
+}
+
+/// Reads one field's value into its slot of a [`RawRecord`].
+struct FieldSeed<'a> {
+    raw: &'a mut RawRecord,
+    key: &'a str,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let (raw, k) = (self.raw, self.key);
+        match k {
+            "schema_version" => raw.schema_version = Some(field(k, LaxInt.deserialize(d))?),
+            "rollout_id" => raw.rollout_id = Some(field(k, Deserialize::deserialize(d))?),
+            "model_call_id" => raw.model_call_id = Some(field(k, Deserialize::deserialize(d))?),
+            "model" => raw.model = Some(field(k, Deserialize::deserialize(d))?),
+            "prompt_token_ids" => {
+                raw.prompt_token_ids = Some(field(k, TokenIds.deserialize(d))?.into())
+            }
+            "generation_token_ids" => {
+                raw.generation_token_ids = Some(field(k, TokenIds.deserialize(d))?.into())
+            }
+            "generation_log_probs" => {
+                raw.generation_log_probs = Some(field(k, LogProbs.deserialize(d))?)
+            }
+            "routed_experts" => raw.routed_experts = field(k, Deserialize::deserialize(d))?,
+            "output_items" => raw.output_items = field(k, Deserialize::deserialize(d))?,
+            "token_item_index" => raw.token_item_index = field(k, Nullable(LaxInt).deserialize(d))?,
+            "created_at" => raw.created_at = Some(field(k, LaxFloat.deserialize(d))?),
+            "parent_resolution" => {
+                raw.parent_resolution = field(k, Option::<String>::deserialize(d))?
+                    .map(|s| match s.as_str() {
+                        "root" => Ok(ParentResolution::Root),
+                        "resolved" => Ok(ParentResolution::Resolved),
+                        "unresolved" => Ok(ParentResolution::Unresolved),
+                        other => Err(de::Error::custom(format!(
+                            "field `parent_resolution`: unknown value {other:?} (expected \
+                             root, resolved, unresolved or null)"
+                        ))),
+                    })
+                    .transpose()?
+            }
+            "parent_call_id" => raw.parent_call_id = field(k, Deserialize::deserialize(d))?,
+            "parent_resolution_reason" => {
+                raw.parent_resolution_reason = Some(field(k, Deserialize::deserialize(d))?)
+            }
+            "cum_len" => raw.cum_len = field(k, Nullable(LaxInt).deserialize(d))?,
+            "digest" => raw.digest = field(k, Deserialize::deserialize(d))?,
+            "prompt_is_delta" => raw.prompt_is_delta = field(k, Deserialize::deserialize(d))?,
+            "prefix_requested" => raw.prefix_requested = field(k, Deserialize::deserialize(d))?,
+            "prefix_supplied" => raw.prefix_supplied = field(k, Deserialize::deserialize(d))?,
+            "continuation_fingerprint" => {
+                raw.continuation_fingerprint = Some(field(k, Deserialize::deserialize(d))?)
+            }
+            "continuation_context_len" => {
+                raw.continuation_context_len = Some(field(k, LaxInt.deserialize(d))?)
+            }
+            "continuation_context_digest" => {
+                raw.continuation_context_digest = Some(field(k, Deserialize::deserialize(d))?)
+            }
+            "fingerprint_version" => {
+                raw.fingerprint_version = field(k, Nullable(LaxInt).deserialize(d))?
+            }
+            _ => {
+                let value = Value::deserialize(d)?;
+                raw.extra.insert(k.to_owned(), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A fast path for well-formed records.
+///
+/// Token arrays are almost all of a store's bytes, and serde's per-element machinery is most
+/// of the parse time. This scanner walks the top-level object itself, reads plain integer
+/// arrays directly and hands every other value to the same [`FieldSeed`] serde uses. Anything
+/// unusual (escapes in keys, floats in token arrays, any syntax error) returns `None` and the
+/// line goes through the general parser, which also produces the error messages.
+mod fast {
+    use super::{FieldSeed, RawRecord};
+    use serde::de::DeserializeSeed;
+
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    struct Scanner<'a> {
+        bytes: &'a [u8],
+        at: usize,
+    }
+
+    impl<'a> Scanner<'a> {
+        fn skip_ws(&mut self) {
+            while self.at < self.bytes.len()
+                && matches!(self.bytes[self.at], b' ' | b'\n' | b'\r' | b'\t')
+            {
+                self.at += 1;
+            }
+        }
+
+        fn eat(&mut self, byte: u8) -> Option<()> {
+            (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+        }
+
+        /// Skip a string starting at its opening quote; returns its contents (raw).
+        fn string(&mut self) -> Option<&'a [u8]> {
+            self.eat(b'"')?;
+            let start = self.at;
+            loop {
+                let offset = memchr::memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+                self.at += offset;
+                if self.bytes[self.at] == b'\\' {
+                    self.at += 2;
+                } else {
+                    self.at += 1;
+                    return Some(&self.bytes[start..self.at - 1]);
+                }
+            }
+        }
+
+        /// Skip one value; its syntax is checked later by whoever reads it.
+        fn value(&mut self) -> Option<&'a [u8]> {
+            let start = self.at;
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'{' | b'[' => {
+                    let mut depth = 0usize;
+                    loop {
+                        match *self.bytes.get(self.at)? {
+                            b'"' => {
+                                self.string()?;
+                                continue;
+                            }
+                            b'{' | b'[' => depth += 1,
+                            b'}' | b']' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    self.at += 1;
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        self.at += 1;
+                    }
+                }
+                _ => {
+                    while self.at < self.bytes.len()
+                        && !matches!(
+                            self.bytes[self.at],
+                            b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'
+                        )
+                    {
+                        self.at += 1;
+                    }
+                }
+            }
+            (self.at > start).then(|| &self.bytes[start..self.at])
+        }
+    }
+
+    /// The record's fields, or `None` to use the general parser.
+    pub(super) fn parse(line: &[u8]) -> Option<RawRecord> {
+        let mut scan = Scanner { bytes: line, at: 0 };
+        let mut raw = RawRecord::default();
+        scan.skip_ws();
+        scan.eat(b'{')?;
+        scan.skip_ws();
+        if scan.eat(b'}').is_none() {
+            loop {
+                scan.skip_ws();
+                let key = scan.string()?;
+                if key.iter().any(|&b| b == b'\\' || b < 0x20) {
+                    return None;
+                }
+                let key = std::str::from_utf8(key).ok()?;
+                scan.skip_ws();
+                scan.eat(b':')?;
+                scan.skip_ws();
+                match key {
+                    "prompt_token_ids" | "generation_token_ids" => {
+                        // One reused scratch buffer: no growth copies, no fresh pages per array.
+                        let tokens: std::sync::Arc<[u32]> = SCRATCH.with_borrow_mut(|scratch| {
+                            let used = super::scan_token_array(&line[scan.at..], scratch)?;
+                            scan.at += used;
+                            Some(scratch[..].into())
+                        })?;
+                        if key == "prompt_token_ids" {
+                            raw.prompt_token_ids = Some(tokens);
+                        } else {
+                            raw.generation_token_ids = Some(tokens);
+                        }
+                    }
+                    _ => {
+                        let value = scan.value()?;
+                        let mut deserializer = serde_json::Deserializer::from_slice(value);
+                        FieldSeed { raw: &mut raw, key }
+                            .deserialize(&mut deserializer)
+                            .ok()?;
+                        deserializer.end().ok()?;
+                    }
+                }
+                scan.skip_ws();
+                if scan.eat(b',').is_none() {
+                    scan.eat(b'}')?;
+                    break;
+                }
+            }
+        }
+        scan.skip_ws();
+        (scan.at == line.len()).then_some(raw)
+    }
+}
+
+/// `None` when `bytes` is not exactly a plain list of non-negative 32-bit integers.
+#[cfg(test)]
+fn fast_token_array(bytes: &[u8]) -> Option<Vec<u32>> {
+    let mut tokens = Vec::new();
+    let used = scan_token_array(bytes, &mut tokens)?;
+    (used == bytes.len()).then_some(tokens)
+}
+
+/// Read a plain array of non-negative 32-bit integers at the start of `bytes` into `out`
+/// (cleared first); returns the bytes consumed, or `None` for anything else.
+fn scan_token_array(bytes: &[u8], out: &mut Vec<u32>) -> Option<usize> {
+    let n = bytes.len();
+    out.clear();
+    if bytes.first() != Some(&b'[') {
+        return None;
+    }
+    let mut i = 1;
+    let skip_ws = |i: &mut usize| {
+        while *i < n && matches!(bytes[*i], b' ' | b'\n' | b'\r' | b'\t') {
+            *i += 1;
+        }
+    };
+    skip_ws(&mut i);
+    if bytes.get(i) == Some(&b']') {
+        return Some(i + 1);
+    }
+    loop {
+        skip_ws(&mut i);
+        let start = i;
+        let mut value: u64 = 0;
+        // Up to 7 digits at once; longer numbers and the end of the line take the byte loop.
+        let word = bytes
+            .get(i..i + 8)
+            .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()));
+        match word.map(|w| (w, leading_digits(w))) {
+            Some((word, digits)) if digits < 8 => {
+                value = swar_digits(word, digits);
+                i += digits;
+            }
+            _ => {
+                while let Some(&byte) = bytes.get(i) {
+                    let digit = byte.wrapping_sub(b'0');
+                    if digit > 9 {
+                        break;
+                    }
+                    value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+                    i += 1;
+                }
+            }
+        }
+        let digits = i - start;
+        // JSON forbids leading zeros; a lone "0" is fine. More than 10 digits cannot fit.
+        if digits == 0
+            || digits > 10
+            || (bytes[start] == b'0' && digits > 1)
+            || value > u64::from(u32::MAX)
+        {
+            return None;
+        }
+        out.push(value as u32);
+        match bytes.get(i) {
+            Some(b',') => i += 1,
+            Some(b']') => return Some(i + 1),
+            _ => {
+                skip_ws(&mut i);
+                match bytes.get(i) {
+                    Some(b',') => i += 1,
+                    Some(b']') => return Some(i + 1),
+                    _ => return None,
+                }
+            }
+        }
+    }
+}
+
+/// Number of leading ASCII digits in the 8 bytes of `word` (little-endian: first byte first).
+fn leading_digits(word: u64) -> usize {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    // A byte is a digit iff its high nibble is 3 and adding 6 keeps it there (low nibble <= 9).
+    // A carry out of a non-digit byte only disturbs later bytes, never an earlier flag.
+    let not_digit =
+        ((word & HIGH) ^ THREES) | ((word.wrapping_add(0x0606_0606_0606_0606) & HIGH) ^ THREES);
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `count` (1..=7, or 8) digit bytes of `word`.
+fn swar_digits(word: u64, count: usize) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    // Digit values, moved to the top so the missing ones read as leading zeros. Borrows from
+    // subtracting '0' from non-digit bytes only travel upward, into bytes shifted out.
+    let mut v = word.wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - count));
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (v.wrapping_mul(10000) + (v >> 32)) & 0xFFFF_FFFF
 }
 
 /// An integer, also accepted as an integral float or a decimal string (pydantic's lax mode).
@@ -599,6 +862,106 @@ mod tests {
             TokenRecord::parse(br#"{"schema_version":"x","rollout_id":"#),
             Err(RecordError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn token_array_scanner() {
+        assert_eq!(fast_token_array(b"[]"), Some(vec![]));
+        assert_eq!(fast_token_array(b"[ ]"), Some(vec![]));
+        assert_eq!(fast_token_array(b"[ 1 , 22,333 ]"), Some(vec![1, 22, 333]));
+        assert_eq!(fast_token_array(b"[0,4294967295]"), Some(vec![0, u32::MAX]));
+        for unusual in [
+            &b"[4294967296]"[..],
+            b"[1.0]",
+            b"[-1]",
+            b"[01]",
+            b"[1,]",
+            b"[1 2]",
+            b"[1e3]",
+            b"[1]x",
+        ] {
+            assert_eq!(
+                fast_token_array(unusual),
+                None,
+                "{}",
+                String::from_utf8_lossy(unusual)
+            );
+        }
+    }
+
+    #[test]
+    fn swar_digits_match_decimal_parsing() {
+        let mut rng = crate::synth::Rng::new(5);
+        for _ in 0..20_000 {
+            let digits = rng.range(1, 8) as usize;
+            let number = rng.range(0, 10u64.pow(digits as u32));
+            let text = format!("{number:0digits$},]x9876543");
+            let word = u64::from_le_bytes(text.as_bytes()[..8].try_into().unwrap());
+            assert_eq!(leading_digits(word), digits, "{text}");
+            assert_eq!(swar_digits(word, digits), number, "{text}");
+        }
+        let word = u64::from_le_bytes(*b"12345678");
+        assert_eq!(leading_digits(word), 8);
+        assert_eq!(swar_digits(word, 8), 12_345_678);
+        for odd in [
+            *b"1\xff345678",
+            *b"9:;/.,-x",
+            *b"\x00\x00\x00\x00\x00\x00\x00\x00",
+        ] {
+            let word = u64::from_le_bytes(odd);
+            let expected = odd.iter().take_while(|b| b.is_ascii_digit()).count();
+            assert_eq!(leading_digits(word), expected);
+        }
+        let tokens: Vec<u32> = (0..5000)
+            .map(|_| rng.range(0, u64::from(u32::MAX) + 1) as u32)
+            .collect();
+        let text = serde_json::to_string(&tokens).unwrap();
+        assert_eq!(fast_token_array(text.as_bytes()), Some(tokens));
+    }
+
+    #[test]
+    fn fast_and_general_parsers_agree() {
+        let lines = [
+            line(
+                r#","future":{"x":[1,"]}"]},"output_items":[{"type":"message","content":[{"text":"a \" ] } {"}]}],"token_item_index":0"#,
+            ),
+            line(r#","created_at":5,"parent_resolution":"root""#),
+            line(r#","schema_version":6"#),
+            format!(" {} ", line("")),
+        ];
+        for text in &lines {
+            let fast = fast::parse(text.as_bytes()).map(|raw| raw.validate());
+            let general =
+                serde_json::from_slice::<RawRecord>(text.as_bytes()).map(|raw| raw.validate());
+            let fast = fast.expect("well-formed lines take the fast path");
+            match (fast, general.unwrap()) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                (a, b) => panic!("{a:?} vs {b:?}"),
+            }
+        }
+        // Odd but valid JSON falls back to the general parser and still parses.
+        let odd = line(r#","created_at":1e0"#).replace("[1,2]", "[1.0,2]");
+        assert!(fast::parse(odd.as_bytes()).is_none());
+        assert_eq!(
+            &TokenRecord::parse(odd.as_bytes()).unwrap().prompt_token_ids[..],
+            &[1, 2]
+        );
+        // Broken lines are left to the general parser, which classifies them.
+        for broken in [
+            &br#"{"a":1"#[..],
+            br#"{"a":1}}"#,
+            br#"{"a" 1}"#,
+            br#"{"a":[1,2}"#,
+            b"{\"a\":\"x\x01\"}",
+        ] {
+            assert!(
+                fast::parse(broken).is_none()
+                    || serde_json::from_slice::<RawRecord>(broken).is_ok()
+            );
+        }
     }
 
     #[test]
