@@ -4,10 +4,14 @@
 //! Layers: [`store`] reads files (never writes), [`build`] rebuilds chains, [`verdict`] judges
 //! a rollout like the reference consumer, [`load`] does it for whole stores.
 
+pub mod app;
 pub mod build;
+pub mod gaps;
 pub mod load;
 pub mod store;
 pub mod synth;
 pub mod table;
+pub mod term;
 pub mod text;
+pub mod ui;
 pub mod verdict;

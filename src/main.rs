@@ -38,13 +38,7 @@ fn main() -> ExitCode {
                 }
             })
         }
-        None => build(
-            &stores_or_demo(cli.stores),
-            &[],
-            &VerdictOptions::default(),
-            Format::Table,
-        )
-        .map(|_| ExitCode::SUCCESS),
+        None => explore(stores_or_demo(cli.stores)).map(|_| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|error| {
         eprintln!(
@@ -53,6 +47,26 @@ fn main() -> ExitCode {
         );
         ExitCode::from(2)
     })
+}
+
+/// Open the explorer; without a terminal (piped output), print the build table instead.
+fn explore(stores: Vec<PathBuf>) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        build(&stores, &[], &VerdictOptions::default(), Format::Table)?;
+        return Ok(());
+    }
+    let options = VerdictOptions::default();
+    let analyses = analyze_all(&locate(&stores, &[])?, &options);
+    let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+    let app = tokscope::app::App::new(
+        stores,
+        analyses,
+        options,
+        ratatui::layout::Rect::new(0, 0, width, height),
+    );
+    tokscope::term::run(app)?;
+    Ok(())
 }
 
 /// The given stores, or the demo store bundled with the sources.

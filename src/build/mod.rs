@@ -1,6 +1,7 @@
 //! Rebuilding a rollout exactly as the reference builder does (SPEC §4–§5).
 
 pub mod digest;
+pub mod divergence;
 pub mod merge;
 pub mod project;
 pub mod seq;

@@ -1,0 +1,355 @@
+//! Every key binding, in one list. The help overlay and the status bar are drawn from it.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Leave the explorer.
+    Quit,
+    /// Show or hide the key list.
+    Help,
+    /// Focus the next pane.
+    NextPane,
+    /// Focus the previous pane.
+    PrevPane,
+    /// Move up one row.
+    Up,
+    /// Move down one row.
+    Down,
+    /// Move left (previous token).
+    Left,
+    /// Move right (next token).
+    Right,
+    /// Up one page.
+    PageUp,
+    /// Down one page.
+    PageDown,
+    /// First row.
+    Top,
+    /// Last row.
+    Bottom,
+    /// Open / jump to what is selected.
+    Enter,
+    /// Collapse or expand the selected tree node.
+    ToggleCollapse,
+    /// Type a filter for the rollout list.
+    Filter,
+    /// Show masked rollouts only.
+    MaskedOnly,
+    /// Cycle through the mask reasons present.
+    CycleReason,
+    /// Sort the list by the next column.
+    SortNext,
+    /// Reverse the sort.
+    SortReverse,
+    /// Next call boundary in the token stream.
+    NextBoundary,
+    /// Previous call boundary in the token stream.
+    PrevBoundary,
+    /// Next generated token below the probability threshold.
+    NextLowProb,
+    /// Previous generated token below the probability threshold.
+    PrevLowProb,
+    /// Show the next chain in the token pane.
+    CycleChain,
+    /// Show where the selected call's prompt diverges.
+    Divergence,
+    /// Pin the selected call as the terminal (what-if).
+    PinTerminal,
+    /// Toggle `mask_incomplete_when_attributed` (what-if).
+    ToggleAttributed,
+    /// Drop the what-if and show the rollout as built.
+    ClearWhatIf,
+    /// Write the selected rollout's report to a file.
+    ExportReport,
+    /// Write the rebuilt response to a file.
+    ExportResponse,
+}
+
+/// Where a binding applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Everywhere.
+    Global,
+    /// Rollout list.
+    List,
+    /// Chain tree.
+    Tree,
+    /// Token provenance.
+    Tokens,
+}
+
+/// One binding.
+pub struct Binding {
+    /// Keys shown in help, first is the main one.
+    pub keys: &'static [&'static str],
+    /// The action.
+    pub action: Action,
+    /// Where it applies.
+    pub scope: Scope,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// The single list of bindings.
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &["q", "Ctrl-C"],
+        action: Action::Quit,
+        scope: Scope::Global,
+        help: "quit",
+    },
+    Binding {
+        keys: &["?"],
+        action: Action::Help,
+        scope: Scope::Global,
+        help: "show / hide this help",
+    },
+    Binding {
+        keys: &["Tab"],
+        action: Action::NextPane,
+        scope: Scope::Global,
+        help: "next pane",
+    },
+    Binding {
+        keys: &["Shift-Tab"],
+        action: Action::PrevPane,
+        scope: Scope::Global,
+        help: "previous pane",
+    },
+    Binding {
+        keys: &["k", "↑"],
+        action: Action::Up,
+        scope: Scope::Global,
+        help: "up",
+    },
+    Binding {
+        keys: &["j", "↓"],
+        action: Action::Down,
+        scope: Scope::Global,
+        help: "down",
+    },
+    Binding {
+        keys: &["h", "←"],
+        action: Action::Left,
+        scope: Scope::Tokens,
+        help: "previous token",
+    },
+    Binding {
+        keys: &["l", "→"],
+        action: Action::Right,
+        scope: Scope::Tokens,
+        help: "next token",
+    },
+    Binding {
+        keys: &["PgUp", "Ctrl-U"],
+        action: Action::PageUp,
+        scope: Scope::Global,
+        help: "page up",
+    },
+    Binding {
+        keys: &["PgDn", "Ctrl-D"],
+        action: Action::PageDown,
+        scope: Scope::Global,
+        help: "page down",
+    },
+    Binding {
+        keys: &["g", "Home"],
+        action: Action::Top,
+        scope: Scope::Global,
+        help: "first",
+    },
+    Binding {
+        keys: &["G", "End"],
+        action: Action::Bottom,
+        scope: Scope::Global,
+        help: "last",
+    },
+    Binding {
+        keys: &["Enter"],
+        action: Action::Enter,
+        scope: Scope::Global,
+        help: "open rollout / jump to call",
+    },
+    Binding {
+        keys: &["Space"],
+        action: Action::ToggleCollapse,
+        scope: Scope::Tree,
+        help: "collapse / expand subtree",
+    },
+    Binding {
+        keys: &["/"],
+        action: Action::Filter,
+        scope: Scope::List,
+        help: "filter rollouts by text",
+    },
+    Binding {
+        keys: &["m"],
+        action: Action::MaskedOnly,
+        scope: Scope::List,
+        help: "masked only",
+    },
+    Binding {
+        keys: &["r"],
+        action: Action::CycleReason,
+        scope: Scope::List,
+        help: "cycle mask reason filter",
+    },
+    Binding {
+        keys: &["s"],
+        action: Action::SortNext,
+        scope: Scope::List,
+        help: "sort by next column",
+    },
+    Binding {
+        keys: &["S"],
+        action: Action::SortReverse,
+        scope: Scope::List,
+        help: "reverse sort",
+    },
+    Binding {
+        keys: &["]"],
+        action: Action::NextBoundary,
+        scope: Scope::Tokens,
+        help: "next call boundary",
+    },
+    Binding {
+        keys: &["["],
+        action: Action::PrevBoundary,
+        scope: Scope::Tokens,
+        help: "previous call boundary",
+    },
+    Binding {
+        keys: &["n"],
+        action: Action::NextLowProb,
+        scope: Scope::Tokens,
+        help: "next low-probability token",
+    },
+    Binding {
+        keys: &["N"],
+        action: Action::PrevLowProb,
+        scope: Scope::Tokens,
+        help: "previous low-probability token",
+    },
+    Binding {
+        keys: &["c"],
+        action: Action::CycleChain,
+        scope: Scope::Tokens,
+        help: "show next chain",
+    },
+    Binding {
+        keys: &["d"],
+        action: Action::Divergence,
+        scope: Scope::Global,
+        help: "divergence of the selected call",
+    },
+    Binding {
+        keys: &["t"],
+        action: Action::PinTerminal,
+        scope: Scope::Global,
+        help: "what-if: pin selected call as terminal",
+    },
+    Binding {
+        keys: &["a"],
+        action: Action::ToggleAttributed,
+        scope: Scope::Global,
+        help: "what-if: toggle mask_incomplete_when_attributed",
+    },
+    Binding {
+        keys: &["x"],
+        action: Action::ClearWhatIf,
+        scope: Scope::Global,
+        help: "clear what-if",
+    },
+    Binding {
+        keys: &["e"],
+        action: Action::ExportReport,
+        scope: Scope::Global,
+        help: "export report JSON",
+    },
+    Binding {
+        keys: &["E"],
+        action: Action::ExportResponse,
+        scope: Scope::Global,
+        help: "export rebuilt response JSON",
+    },
+];
+
+/// The action bound to a key event, if any.
+pub fn action_for(key: KeyEvent) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let name = match key.code {
+        KeyCode::Char('c') if ctrl => "Ctrl-C",
+        KeyCode::Char('u') if ctrl => "Ctrl-U",
+        KeyCode::Char('d') if ctrl => "Ctrl-D",
+        KeyCode::Char(' ') => "Space",
+        KeyCode::Char(c) if !ctrl => return by_char(c),
+        KeyCode::Tab => "Tab",
+        KeyCode::BackTab => "Shift-Tab",
+        KeyCode::Up => "↑",
+        KeyCode::Down => "↓",
+        KeyCode::Left => "←",
+        KeyCode::Right => "→",
+        KeyCode::PageUp => "PgUp",
+        KeyCode::PageDown => "PgDn",
+        KeyCode::Home => "Home",
+        KeyCode::End => "End",
+        KeyCode::Enter => "Enter",
+        _ => return None,
+    };
+    lookup(name)
+}
+
+fn by_char(c: char) -> Option<Action> {
+    let mut buffer = [0u8; 4];
+    lookup(c.encode_utf8(&mut buffer))
+}
+
+fn lookup(name: &str) -> Option<Action> {
+    BINDINGS
+        .iter()
+        .find(|b| b.keys.contains(&name))
+        .map(|b| b.action)
+}
+
+/// The main key of an action, for hints.
+pub fn key_of(action: Action) -> &'static str {
+    BINDINGS
+        .iter()
+        .find(|b| b.action == action)
+        .map_or("?", |b| b.keys[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_key_is_bound_twice() {
+        let mut seen = std::collections::HashSet::new();
+        for binding in BINDINGS {
+            for key in binding.keys {
+                assert!(seen.insert(*key), "{key} bound twice");
+            }
+        }
+    }
+
+    #[test]
+    fn keys_resolve() {
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert_eq!(action_for(key(KeyCode::Char('q'))), Some(Action::Quit));
+        assert_eq!(
+            action_for(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('c'))),
+            Some(Action::CycleChain)
+        );
+        assert_eq!(action_for(key(KeyCode::Down)), Some(Action::Down));
+        assert_eq!(action_for(key(KeyCode::Char('G'))), Some(Action::Bottom));
+        assert_eq!(action_for(key(KeyCode::BackTab)), Some(Action::PrevPane));
+        assert_eq!(action_for(key(KeyCode::Char('z'))), None);
+    }
+}

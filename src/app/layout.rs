@@ -1,0 +1,75 @@
+//! Screen geometry, shared by drawing and by mouse hit-testing.
+
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+
+/// The rectangles of every pane for a terminal size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Areas {
+    /// Store-wide counts, one line.
+    pub header: Rect,
+    /// Rollout list.
+    pub list: Rect,
+    /// Chain tree.
+    pub tree: Rect,
+    /// Token provenance.
+    pub tokens: Rect,
+    /// Inspector or gaps (whichever tab is shown).
+    pub detail: Rect,
+    /// Status bar, one line.
+    pub status: Rect,
+}
+
+/// Lay out the panes in `area`.
+pub fn areas(area: Rect) -> Areas {
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(1),
+            Constraint::Min(4),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    let columns = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Percentage(42), Constraint::Percentage(58)])
+        .split(rows[1]);
+    let left = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Percentage(40), Constraint::Percentage(60)])
+        .split(columns[0]);
+    let right = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .split(columns[1]);
+    Areas {
+        header: rows[0],
+        list: left[0],
+        tree: left[1],
+        tokens: right[0],
+        detail: right[1],
+        status: rows[2],
+    }
+}
+
+/// Rows of content inside a bordered pane.
+pub fn inner_rows(rect: Rect) -> usize {
+    usize::from(rect.height.saturating_sub(2))
+}
+
+/// Width of content inside a bordered pane.
+pub fn inner_width(rect: Rect) -> usize {
+    usize::from(rect.width.saturating_sub(2))
+}
+
+/// Width of one token cell in the token pane (an id up to 6 digits and a space).
+pub const TOKEN_CELL: usize = 7;
+
+/// Tokens per row in the token pane.
+pub fn tokens_per_row(rect: Rect) -> usize {
+    (inner_width(rect) / TOKEN_CELL).max(1)
+}
+
+/// Rows of tokens shown in the token pane (below the cursor line and the legend).
+pub fn token_rows(rect: Rect) -> usize {
+    inner_rows(rect).saturating_sub(2).max(1)
+}

@@ -1,0 +1,184 @@
+//! Data derived from one analyzed rollout for the panes: tree rows, chain membership, retry
+//! siblings, gaps. Computed once when a rollout is opened, never while drawing.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::build::{BuildOutput, RecordFate};
+use crate::gaps::{Gap, capture_gaps};
+use crate::verdict::Analysis;
+
+/// One row of the chain tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeRow {
+    /// A placed call.
+    Node {
+        /// Node index.
+        node: usize,
+        /// Indentation level (grows only at branch points, so long chains stay flat).
+        depth: usize,
+        /// Number of descendants hidden because the node is collapsed.
+        hidden: usize,
+    },
+    /// A record the build set aside (not a node).
+    SetAside {
+        /// Record index.
+        record: usize,
+    },
+}
+
+/// Derived facts about the tree of a build.
+#[derive(Clone, Debug, Default)]
+pub struct TreeFacts {
+    /// Chain ids ending at each leaf node.
+    pub leaf_chain: HashMap<usize, String>,
+    /// Nodes on the main chain.
+    pub on_main: HashSet<usize>,
+    /// Nodes on some (non-main) chain.
+    pub on_branch: HashSet<usize>,
+    /// Nodes with a sibling that has the identical prompt: the size of that retry group.
+    pub retry_group: HashMap<usize, usize>,
+}
+
+impl TreeFacts {
+    /// Compute from a build.
+    pub fn new(build: &BuildOutput) -> TreeFacts {
+        let mut facts = TreeFacts::default();
+        for chain in &build.chains {
+            let leaf = chain.links.last().unwrap().node;
+            facts.leaf_chain.insert(leaf, chain.chain_id.clone());
+            let set = if chain.chain_id == "main" {
+                &mut facts.on_main
+            } else {
+                &mut facts.on_branch
+            };
+            set.extend(chain.links.iter().map(|l| l.node));
+        }
+        let mut groups: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+        for (index, node) in build.nodes.iter().enumerate() {
+            groups.entry(node.parent).or_default().push(index);
+        }
+        for siblings in groups.values() {
+            let mut by_len: HashMap<usize, Vec<usize>> = HashMap::new();
+            for &s in siblings {
+                by_len
+                    .entry(build.nodes[s].prompt.len())
+                    .or_default()
+                    .push(s);
+            }
+            for same_len in by_len.values().filter(|v| v.len() > 1) {
+                for &a in same_len {
+                    let count = same_len
+                        .iter()
+                        .filter(|&&b| build.nodes[b].prompt == build.nodes[a].prompt)
+                        .count();
+                    if count > 1 {
+                        facts.retry_group.insert(a, count);
+                    }
+                }
+            }
+        }
+        facts
+    }
+}
+
+/// Flatten the forest into rows (iteratively: chains can be 10,000 calls deep).
+pub fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<TreeRow> {
+    let mut rows = Vec::with_capacity(build.nodes.len());
+    let roots: Vec<usize> = (0..build.nodes.len())
+        .filter(|&i| build.nodes[i].parent.is_none())
+        .collect();
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|r| (r, 0)).collect();
+    while let Some((node, depth)) = stack.pop() {
+        let children = &build.nodes[node].children;
+        if collapsed.contains(&node) && !children.is_empty() {
+            rows.push(TreeRow::Node {
+                node,
+                depth,
+                hidden: descendants(build, node),
+            });
+            continue;
+        }
+        rows.push(TreeRow::Node {
+            node,
+            depth,
+            hidden: 0,
+        });
+        let child_depth = if children.len() > 1 { depth + 1 } else { depth };
+        for &child in children.iter().rev() {
+            stack.push((child, child_depth));
+        }
+    }
+    for (record, fate) in build.fates.iter().enumerate() {
+        if !matches!(fate, RecordFate::Placed(_)) {
+            rows.push(TreeRow::SetAside { record });
+        }
+    }
+    rows
+}
+
+fn descendants(build: &BuildOutput, node: usize) -> usize {
+    let mut count = 0;
+    let mut stack = build.nodes[node].children.clone();
+    while let Some(n) = stack.pop() {
+        count += 1;
+        stack.extend_from_slice(&build.nodes[n].children);
+    }
+    count
+}
+
+/// The gaps of a rollout (capture gaps; observation gaps join them later).
+pub fn gaps(analysis: &Analysis) -> Vec<Gap> {
+    capture_gaps(analysis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{Call, Rollout};
+
+    #[test]
+    fn long_chains_stay_flat_and_branches_indent() {
+        let rollout = Rollout {
+            id: "r".into(),
+            calls: vec![
+                Call::root("a", vec![1, 2], vec![3], 1.0),
+                Call::child("b", "a", vec![1, 2, 3, 4], vec![5], 2.0),
+                Call::child("c", "b", vec![1, 2, 3, 4, 5, 6], vec![7], 3.0),
+                Call::child("d", "b", vec![1, 2, 3, 4, 5, 8], vec![9], 3.5),
+            ],
+            ..Rollout::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        rollout.write(dir.path()).unwrap();
+        let location = crate::store::RolloutLocation {
+            dir: dir.path().into(),
+            id: "r".into(),
+        };
+        let analysis =
+            crate::verdict::analyze(crate::store::read_capture(&location), &Default::default());
+        let build = analysis.build.as_ref().unwrap();
+        let rows = tree_rows(build, &HashSet::new());
+        let depths: Vec<usize> = rows
+            .iter()
+            .map(|r| match r {
+                TreeRow::Node { depth, .. } => *depth,
+                TreeRow::SetAside { .. } => 99,
+            })
+            .collect();
+        assert_eq!(depths, vec![0, 0, 1, 1]);
+        let collapsed: HashSet<usize> = [1].into();
+        let rows = tree_rows(build, &collapsed);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            rows[1],
+            TreeRow::Node {
+                node: 1,
+                depth: 0,
+                hidden: 2
+            }
+        );
+        let facts = TreeFacts::new(build);
+        assert_eq!(facts.leaf_chain.len(), 2);
+        assert!(facts.on_main.contains(&0));
+    }
+}

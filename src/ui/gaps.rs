@@ -1,0 +1,80 @@
+//! The gaps pane: everything not observed or not joinable.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Theme, clip, pane_block, short_call, strings};
+use crate::app::layout::{inner_rows, inner_width};
+use crate::app::{App, Pane, scroll_offset};
+use crate::gaps::GapKind;
+use crate::text::sanitize;
+
+fn label(kind: GapKind) -> &'static str {
+    match kind {
+        GapKind::InFlight => "in flight",
+        GapKind::Dangling => "dangling",
+        GapKind::IncompleteFlag => "incomplete",
+        GapKind::SentinelLine => "sentinel",
+        GapKind::ParentLink => "parent link",
+        GapKind::UnresolvedRetry => "retry",
+        GapKind::EmptyGeneration => "empty gen",
+        GapKind::DroppedChain => "dropped",
+        GapKind::ReadIssue => "read",
+    }
+}
+
+/// Draw the gaps of the open rollout.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let focused = app.focus == Pane::Gaps;
+    let Some(view) = &app.view else {
+        let block = pane_block(strings::TITLE_GAPS.into(), focused, theme);
+        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        return;
+    };
+    let rid = app
+        .shown()
+        .map(|a| a.rollout_id().to_owned())
+        .unwrap_or_default();
+    let block = pane_block(
+        format!("{} ({})", strings::TITLE_GAPS, view.gaps.len()),
+        focused,
+        theme,
+    );
+    if view.gaps.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled(strings::NO_GAPS, theme.good())).block(block),
+            area,
+        );
+        return;
+    }
+    let width = inner_width(area);
+    let height = inner_rows(area);
+    let offset = scroll_offset(view.gap_selected, height);
+    let lines: Vec<Line> = view
+        .gaps
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(index, gap)| {
+            let call = gap
+                .call
+                .as_deref()
+                .map(|c| short_call(c, &rid).into_owned())
+                .unwrap_or_default();
+            let text = clip(
+                &format!("{:<11} {call} {}", label(gap.kind), sanitize(&gap.detail)),
+                width,
+            );
+            let style = if index == view.gap_selected {
+                theme.selected()
+            } else {
+                theme.problem()
+            };
+            Line::from(Span::styled(text, style))
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

@@ -1,0 +1,379 @@
+//! The inspector: divergence, what-if, every field of the selected record, the verdict.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use serde_json::Value;
+
+use super::{Theme, clip, pane_block, short_call, strings};
+use crate::app::{App, Pane};
+use crate::build::divergence::{Divergence, Reference};
+use crate::store::TokenRecord;
+use crate::text::sanitize;
+use crate::verdict::Analysis;
+
+/// Draw the inspector.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let block = pane_block(
+        strings::TITLE_INSPECTOR.into(),
+        app.focus == Pane::Inspector,
+        theme,
+    );
+    let lines = lines(app, theme);
+    let scroll = app
+        .view
+        .as_ref()
+        .map_or(0, |v| v.inspector_scroll)
+        .min(lines.len().saturating_sub(1));
+    let paragraph = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0));
+    frame.render_widget(paragraph, area);
+}
+
+fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{name}: "), theme.dim()),
+        Span::raw(sanitize(&value.to_string()).into_owned()),
+    ])
+}
+
+/// The inspector's content.
+pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
+    let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
+        return vec![Line::from(strings::NO_SELECTION)];
+    };
+    let mut out = Vec::new();
+    if let Some(divergence) = &view.divergence {
+        divergence_lines(analysis, divergence, theme, &mut out);
+    }
+    if let Some(what_if) = &view.what_if {
+        let terminal = what_if
+            .options
+            .terminal_call_id
+            .as_deref()
+            .unwrap_or("none");
+        out.push(Line::from(Span::styled(
+            format!(
+                "WHAT-IF · terminal {} · mask_incomplete_when_attributed {}",
+                sanitize(terminal),
+                what_if.options.mask_incomplete_when_attributed
+            ),
+            theme.heading(),
+        )));
+        for change in &what_if.changes {
+            out.push(Line::from(format!("  {}", sanitize(change))));
+        }
+        out.push(Line::from(""));
+    }
+    if let Some(record) = app.selected_record() {
+        record_lines(
+            analysis,
+            &analysis.capture.records[record],
+            analysis.capture.record_lines[record],
+            theme,
+            &mut out,
+        );
+        out.push(Line::from(""));
+    }
+    verdict_lines(analysis, theme, &mut out);
+    out
+}
+
+fn divergence_lines(
+    analysis: &Analysis,
+    d: &Divergence,
+    theme: Theme,
+    out: &mut Vec<Line<'static>>,
+) {
+    let records = &analysis.capture.records;
+    let build = analysis.build.as_ref().unwrap();
+    let rid = analysis.rollout_id();
+    let call = &records[build.nodes[d.node].record].model_call_id;
+    let against = match d.reference {
+        Reference::ClaimedNode(_) => "its claimed parent",
+        Reference::ClaimedRecord(_) => "its claimed parent (set aside)",
+        Reference::Candidate(_) => "the longest-prefix candidate",
+    };
+    out.push(Line::from(Span::styled(
+        format!(
+            "DIVERGENCE · {} vs {against} {}",
+            short_call(call, rid),
+            short_call(&d.reference_call, rid)
+        ),
+        theme.heading(),
+    )));
+    if d.tokens_agree() {
+        out.push(Line::from(format!(
+            "  the prompt ({} tokens) starts with all {} reference tokens: the link failed on the \
+             recorded lineage (cum_len / digest), not on tokens",
+            d.prompt_len, d.reference_len
+        )));
+    } else {
+        out.push(Line::from(format!(
+            "  first difference at position {} (prompt {} tokens, reference {} tokens)",
+            d.position, d.prompt_len, d.reference_len
+        )));
+        for (label, window) in [
+            ("prompt   ", &d.prompt_window),
+            ("reference", &d.reference_window),
+        ] {
+            let mut spans = vec![Span::styled(
+                format!("  {label} @{}: ", d.window_start),
+                theme.dim(),
+            )];
+            for (offset, token) in window.iter().enumerate() {
+                let style = if d.window_start + offset == d.position {
+                    theme.problem().patch(theme.cursor())
+                } else if d.window_start + offset > d.position {
+                    theme.dim()
+                } else {
+                    ratatui::style::Style::new()
+                };
+                spans.push(Span::styled(format!("{token} "), style));
+            }
+            if window.len() + d.window_start <= d.position {
+                spans.push(Span::styled("(ends)", theme.problem()));
+            }
+            out.push(Line::from(spans));
+        }
+    }
+    out.push(Line::from(""));
+}
+
+fn record_lines(
+    analysis: &Analysis,
+    r: &TokenRecord,
+    at: crate::store::LinePos,
+    theme: Theme,
+    out: &mut Vec<Line<'static>>,
+) {
+    out.push(Line::from(Span::styled(
+        format!(
+            "RECORD {} · line {} (byte {})",
+            sanitize(&r.model_call_id),
+            at.line,
+            at.offset
+        ),
+        theme.heading(),
+    )));
+    let fate = analysis.build.as_ref().map(|b| {
+        let index = analysis
+            .capture
+            .records
+            .iter()
+            .position(|x| std::ptr::eq(x, r))
+            .unwrap();
+        match &b.fates[index] {
+            crate::build::RecordFate::Placed(node) => {
+                let n = &b.nodes[*node];
+                let mut text = match n.parent {
+                    Some(p) => format!(
+                        "placed; parent {}",
+                        analysis.capture.records[b.nodes[p].record].model_call_id
+                    ),
+                    None => "placed as a root".to_string(),
+                };
+                if let Some(note) = n.note {
+                    text.push_str(&format!(" ({note})"));
+                }
+                if n.quarantined {
+                    text.push_str("; quarantined");
+                }
+                text
+            }
+            other => format!("{other:?}"),
+        }
+    });
+    if let Some(fate) = fate {
+        out.push(field("build decision", fate, theme));
+    }
+    out.push(field("schema_version", r.schema_version, theme));
+    out.push(field("rollout_id", &r.rollout_id, theme));
+    out.push(field("model", &r.model, theme));
+    out.push(field("created_at", r.created_at, theme));
+    out.push(field(
+        "parent_resolution",
+        r.parent_resolution.map_or("null", |p| p.as_str()),
+        theme,
+    ));
+    out.push(field(
+        "parent_call_id",
+        r.parent_call_id.as_deref().unwrap_or("null"),
+        theme,
+    ));
+    out.push(field(
+        "parent_resolution_reason",
+        &r.parent_resolution_reason,
+        theme,
+    ));
+    out.push(field(
+        "prompt / generation",
+        format!(
+            "{} / {} tokens{}",
+            r.prompt_token_ids.len(),
+            r.generation_token_ids.len(),
+            if r.prompt_is_delta {
+                " (prompt is a delta)"
+            } else {
+                ""
+            }
+        ),
+        theme,
+    ));
+    out.push(field(
+        "cum_len",
+        r.cum_len.map_or("null".into(), |v| v.to_string()),
+        theme,
+    ));
+    out.push(field(
+        "digest",
+        r.digest.as_deref().unwrap_or("null"),
+        theme,
+    ));
+    out.push(field(
+        "prefix requested / supplied",
+        format!("{} / {}", r.prefix_requested, r.prefix_supplied),
+        theme,
+    ));
+    out.push(field(
+        "continuation",
+        format!(
+            "fingerprint {:?} · context {} {:?} · version {}",
+            r.continuation_fingerprint,
+            r.continuation_context_len,
+            r.continuation_context_digest,
+            r.fingerprint_version
+                .map_or("null".into(), |v| v.to_string())
+        ),
+        theme,
+    ));
+    out.push(field(
+        "token_item_index",
+        r.token_item_index.map_or("null".into(), |v| v.to_string()),
+        theme,
+    ));
+    if !r.routed_experts.is_null() {
+        out.push(field(
+            "routed_experts",
+            clip(&r.routed_experts.to_string(), 200),
+            theme,
+        ));
+    }
+    for (key, value) in &r.extra {
+        out.push(field(
+            &format!("{key} (unknown)"),
+            clip(&value.to_string(), 200),
+            theme,
+        ));
+    }
+    out.push(Line::from(Span::styled(
+        format!("output items ({})", r.output_items.len()),
+        theme.dim(),
+    )));
+    for (index, item) in r.output_items.iter().enumerate() {
+        let carrier = if r.token_item_index == Some(index) {
+            " [tokens]"
+        } else {
+            ""
+        };
+        out.push(Line::from(format!(
+            "  {index}. {}{carrier}",
+            sanitize(&describe_item(item))
+        )));
+    }
+}
+
+/// One output item, readably: message text, reasoning summary, tool call with arguments.
+pub fn describe_item(item: &serde_json::Map<String, Value>) -> String {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
+    let texts = |key: &str| -> String {
+        item.get(key)
+            .and_then(Value::as_array)
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    };
+    match kind {
+        "message" => format!(
+            "message ({}): {}",
+            item.get("role").and_then(Value::as_str).unwrap_or("?"),
+            clip(&texts("content"), 300)
+        ),
+        "reasoning" => format!("reasoning: {}", clip(&texts("summary"), 300)),
+        "function_call" => format!(
+            "tool call {}({})",
+            item.get("name").and_then(Value::as_str).unwrap_or("?"),
+            clip(
+                item.get("arguments").and_then(Value::as_str).unwrap_or(""),
+                300
+            )
+        ),
+        _ => format!(
+            "{kind}: {}",
+            clip(&Value::Object(item.clone()).to_string(), 300)
+        ),
+    }
+}
+
+fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>) {
+    out.push(Line::from(vec![
+        Span::styled("VERDICT ", theme.heading()),
+        Span::styled(
+            super::list::badge(analysis).to_string(),
+            theme.verdict(analysis),
+        ),
+        Span::raw(format!(
+            " · {} · mask_sample {}",
+            match analysis.lifecycle {
+                crate::verdict::Lifecycle::Live => "live: would be, if frozen now",
+                crate::verdict::Lifecycle::Frozen => "frozen",
+                crate::verdict::Lifecycle::Retired => "retired",
+            },
+            analysis.mask_sample
+        )),
+    ]));
+    if let Some(error) = &analysis.error {
+        out.push(Line::from(Span::styled(
+            format!("error: {}", sanitize(error)),
+            theme.problem(),
+        )));
+    }
+    for reason in &analysis.reasons {
+        out.push(Line::from(Span::styled(
+            format!("  ✗ {}", sanitize(&reason.to_string())),
+            theme.problem(),
+        )));
+    }
+    if let Ok(Value::Object(report)) = serde_json::to_value(analysis.report()) {
+        if let Some(Value::Object(metrics)) = report.get("metrics") {
+            out.push(Line::from(Span::styled("metrics", theme.dim())));
+            for (key, value) in metrics {
+                out.push(field(&format!("  {key}"), value, theme));
+            }
+        }
+        if let Some(Value::Object(notes)) = report.get("build").and_then(|b| b.get("notes")) {
+            out.push(Line::from(Span::styled("build notes", theme.dim())));
+            for (key, value) in notes {
+                out.push(field(
+                    &format!("  {key}"),
+                    clip(&value.to_string(), 400),
+                    theme,
+                ));
+            }
+        }
+    }
+    for issue in &analysis.capture.issues {
+        out.push(Line::from(Span::styled(
+            format!("  ! {}", sanitize(&issue.to_string())),
+            theme.problem(),
+        )));
+    }
+}

@@ -1,0 +1,124 @@
+//! The rollout list.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Theme, clip, pane_block, strings};
+use crate::app::layout::{inner_rows, inner_width};
+use crate::app::{App, Pane, SortKey, scroll_offset};
+use crate::text::sanitize;
+use crate::verdict::{Analysis, Lifecycle, Verdict};
+
+/// The verdict badge text.
+pub fn badge(analysis: &Analysis) -> &'static str {
+    match (analysis.verdict, analysis.mask_sample) {
+        (Verdict::Ok, _) => "ok",
+        (Verdict::Masked, _) => "MASKED",
+        (Verdict::Pending, true) => "pend✗",
+        (Verdict::Pending, false) => "pend✓",
+    }
+}
+
+fn state(analysis: &Analysis) -> &'static str {
+    match analysis.lifecycle {
+        Lifecycle::Live => "live",
+        Lifecycle::Frozen => "frozen",
+        Lifecycle::Retired => "retired",
+    }
+}
+
+fn sort_name(key: SortKey) -> &'static str {
+    match key {
+        SortKey::Id => "id",
+        SortKey::State => "state",
+        SortKey::Calls => "calls",
+        SortKey::Chains => "chains",
+        SortKey::Delivered => "delivered",
+        SortKey::Verdict => "verdict",
+        SortKey::Reason => "reason",
+    }
+}
+
+/// Draw the list.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let list = &app.list;
+    let mut title = format!(
+        "{} {}/{} · sort {}{}",
+        strings::TITLE_LIST,
+        list.rows.len(),
+        app.analyses.len(),
+        sort_name(list.sort),
+        if list.reverse { " ↓" } else { " ↑" }
+    );
+    if list.masked_only {
+        title.push_str(" · masked");
+    }
+    if let Some(code) = list.reason {
+        title.push_str(&format!(" · {code}"));
+    }
+    if !list.filter.is_empty() {
+        title.push_str(&format!(" · /{}", sanitize(&list.filter)));
+    }
+    let block = pane_block(title, app.focus == Pane::List, theme);
+    let width = inner_width(area);
+    let id_width = app
+        .analyses
+        .iter()
+        .map(|a| a.rollout_id().len())
+        .max()
+        .unwrap_or(7)
+        .clamp(7, 24);
+    let header = format!(
+        "{:<id_width$} {:<6} {:>6} {:>2} {:>6} {:<6} reason",
+        "rollout", "state", "calls", "ch", "deliv", "verdict"
+    );
+    let mut lines = vec![Line::from(Span::styled(clip(&header, width), theme.dim()))];
+    if list.rows.is_empty() {
+        lines.push(Line::from(Span::styled(strings::NO_ROLLOUTS, theme.dim())));
+    }
+    let height = inner_rows(area).saturating_sub(1);
+    let offset = scroll_offset(list.selected, height);
+    for (row, &index) in list.rows.iter().enumerate().skip(offset).take(height) {
+        let a = &app.analyses[index];
+        let open = a.capture.open_intents().len();
+        let calls = if open > 0 && a.lifecycle == Lifecycle::Live {
+            format!("{}+{open}", a.capture.records.len())
+        } else {
+            a.capture.records.len().to_string()
+        };
+        let (chains, delivered) = match &a.build {
+            Some(b) => (
+                b.chains.len().to_string(),
+                format!("{:.0}%", b.notes.delivered_fraction * 100.0),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        let reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
+        let lead = format!(
+            "{:<id_width$} {:<6} {:>6} {:>2} {:>6} ",
+            clip(&sanitize(a.rollout_id()), id_width),
+            state(a),
+            calls,
+            chains,
+            delivered
+        );
+        let used = lead.chars().count() + 7;
+        let mut spans = vec![
+            Span::raw(lead),
+            Span::styled(format!("{:<6} ", badge(a)), theme.verdict(a)),
+            Span::styled(
+                clip(&sanitize(&reason), width.saturating_sub(used)),
+                theme.dim(),
+            ),
+        ];
+        if row == list.selected {
+            for span in &mut spans {
+                span.style = span.style.patch(theme.selected());
+            }
+        }
+        lines.push(Line::from(spans));
+    }
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

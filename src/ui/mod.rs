@@ -1,0 +1,152 @@
+//! Drawing: a pure function of the application state. One module per pane.
+
+pub mod gaps;
+pub mod help;
+pub mod inspector;
+pub mod list;
+pub mod strings;
+pub mod theme;
+pub mod tokens;
+pub mod tree;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use crate::app::keys::{Action, BINDINGS, Scope};
+use crate::app::{App, Mode, Pane};
+use crate::text::sanitize;
+pub use theme::Theme;
+
+/// Draw the whole screen.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme) {
+    let areas = crate::app::layout::areas(frame.area());
+    draw_header(frame, app, theme, areas.header);
+    list::draw(frame, app, theme, areas.list);
+    tree::draw(frame, app, theme, areas.tree);
+    tokens::draw(frame, app, theme, areas.tokens);
+    match app.detail {
+        Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
+        _ => inspector::draw(frame, app, theme, areas.detail),
+    }
+    draw_status(frame, app, theme, areas.status);
+    if app.show_help {
+        help::draw(frame, theme);
+    }
+}
+
+/// A bordered block titled for a pane, highlighted when focused.
+pub fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(focused))
+        .title(Span::styled(format!(" {title} "), theme.border(focused)))
+}
+
+/// Cut a string to `width` characters, marking the cut.
+pub fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A call id without its rollout prefix (`0-1-a1-c003-58b3` → `c003-58b3`).
+pub fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Cow<'a, str> {
+    let short = call
+        .strip_prefix(rollout_id)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(call);
+    sanitize(short)
+}
+
+fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let t = app.totals();
+    let percent = |n: usize| {
+        if t.rollouts == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / t.rollouts as f64
+        }
+    };
+    let mut spans = vec![
+        Span::styled(format!(" {} ", strings::APP), theme.heading()),
+        Span::raw(format!("{} rollouts · ", t.rollouts)),
+        Span::styled(
+            format!("{} masked ({:.0}%)", t.masked, percent(t.masked)),
+            theme.problem(),
+        ),
+        Span::raw(format!(
+            " · {} live · {} calls (+{} in flight) · {} tokens captured, {} delivered",
+            t.live, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
+        )),
+    ];
+    if !app.stores.is_empty() {
+        let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();
+        spans.push(Span::styled(
+            format!(" · {}", sanitize(&stores.join(", "))),
+            theme.dim(),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let line = match &app.mode {
+        Mode::Filter => Line::from(vec![
+            Span::styled("filter: /", theme.heading()),
+            Span::raw(sanitize(&app.list.filter).into_owned()),
+            Span::styled("▏ Enter keep · Esc clear", theme.dim()),
+        ]),
+        Mode::Export { what, path } => Line::from(vec![
+            Span::styled(
+                strings::export_prompt(*what == crate::app::ExportKind::Report),
+                theme.heading(),
+            ),
+            Span::raw(sanitize(path).into_owned()),
+            Span::styled("▏ Enter write · Esc cancel", theme.dim()),
+        ]),
+        Mode::Normal => match &app.message {
+            Some(message) => Line::from(Span::styled(
+                sanitize(message).into_owned(),
+                theme.heading(),
+            )),
+            None => Line::from(Span::styled(hints(app.focus), theme.dim())),
+        },
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// Key hints for the focused pane, from the binding list.
+pub fn hints(focus: Pane) -> String {
+    let scope = match focus {
+        Pane::List => Scope::List,
+        Pane::Tree => Scope::Tree,
+        Pane::Tokens => Scope::Tokens,
+        _ => Scope::Global,
+    };
+    let mut parts: Vec<String> = BINDINGS
+        .iter()
+        .filter(|b| b.scope == scope && scope != Scope::Global)
+        .map(|b| format!("{} {}", b.keys[0], b.help))
+        .collect();
+    const ALWAYS: [Action; 6] = [
+        Action::NextPane,
+        Action::Enter,
+        Action::Divergence,
+        Action::PinTerminal,
+        Action::Help,
+        Action::Quit,
+    ];
+    parts.extend(
+        ALWAYS
+            .iter()
+            .filter_map(|action| BINDINGS.iter().find(|b| b.action == *action))
+            .map(|b| format!("{} {}", b.keys[0], b.help)),
+    );
+    parts.join(" · ")
+}

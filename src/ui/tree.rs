@@ -1,0 +1,176 @@
+//! The chain tree: roots, chains, branches, retries, quarantined calls, boundaries.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Theme, clip, pane_block, short_call, strings};
+use crate::app::layout::{inner_rows, inner_width};
+use crate::app::view::TreeRow;
+use crate::app::{App, Pane, scroll_offset};
+use crate::build::RecordFate;
+use crate::store::ParentResolution;
+
+/// Draw the tree of the open rollout.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let focused = app.focus == Pane::Tree;
+    let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
+        let block = pane_block(strings::TITLE_TREE.into(), focused, theme);
+        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        return;
+    };
+    let rid = analysis.rollout_id();
+    let Some(build) = &analysis.build else {
+        let block = pane_block(
+            format!("{} · {}", strings::TITLE_TREE, short_call(rid, "")),
+            focused,
+            theme,
+        );
+        frame.render_widget(Paragraph::new(strings::NO_BUILD).block(block), area);
+        return;
+    };
+    let records = &analysis.capture.records;
+    let title = format!(
+        "{} · {} calls · {} roots · {} chains{}",
+        strings::TITLE_TREE,
+        build.nodes.len(),
+        build.notes.roots,
+        build.chains.len(),
+        if view.what_if.is_some() {
+            " · WHAT-IF"
+        } else {
+            ""
+        }
+    );
+    let block = pane_block(title, focused, theme);
+    let first_at = records
+        .iter()
+        .map(|r| r.created_at)
+        .fold(f64::INFINITY, f64::min);
+    let width = inner_width(area);
+    let height = inner_rows(area);
+    let offset = scroll_offset(view.tree_selected, height);
+    let mut lines = Vec::with_capacity(height);
+    for (row_index, row) in view.rows.iter().enumerate().skip(offset).take(height) {
+        let mut spans: Vec<Span> = Vec::new();
+        match row {
+            TreeRow::Node {
+                node,
+                depth,
+                hidden,
+            } => {
+                let call = &build.nodes[*node];
+                let record = &records[call.record];
+                let indent = "  ".repeat((*depth).min(12));
+                let glyph = if call.parent.is_none() {
+                    "◆"
+                } else if *depth > 0 {
+                    "└"
+                } else {
+                    "│"
+                };
+                let mut style = if view.facts.on_main.contains(node) {
+                    theme.good()
+                } else if view.facts.on_branch.contains(node) {
+                    ratatui::style::Style::new()
+                } else {
+                    theme.dim()
+                };
+                if call.quarantined {
+                    style = theme.quarantined();
+                }
+                spans.push(Span::raw(format!("{indent}{glyph} ")));
+                spans.push(Span::styled(
+                    short_call(&record.model_call_id, rid).into_owned(),
+                    style,
+                ));
+                spans.push(Span::styled(
+                    format!(
+                        " p{} g{} +{:.1}s ",
+                        call.prompt.len(),
+                        record.generation_token_ids.len(),
+                        record.created_at - first_at
+                    ),
+                    theme.dim(),
+                ));
+                let decision = match (call.note, call.parent) {
+                    (Some(note), _) if note.is_boundary() => {
+                        Span::styled(format!("⊘ {note}"), theme.problem())
+                    }
+                    (Some(note), Some(parent)) => Span::styled(
+                        format!(
+                            "← {} ({note})",
+                            short_call(&records[build.nodes[parent].record].model_call_id, rid)
+                        ),
+                        theme.heading(),
+                    ),
+                    (_, Some(parent)) => Span::raw(format!(
+                        "← {}",
+                        short_call(&records[build.nodes[parent].record].model_call_id, rid)
+                    )),
+                    (_, None) => Span::raw(match record.parent_resolution {
+                        Some(ParentResolution::Root) => "root",
+                        _ => "root?",
+                    }),
+                };
+                spans.push(decision);
+                let mut flags = String::new();
+                if record.prompt_is_delta {
+                    flags.push_str(" Δ");
+                }
+                if record.prefix_supplied {
+                    flags.push_str(" P✓");
+                } else if record.prefix_requested {
+                    flags.push_str(" P?");
+                }
+                if let Some(count) = view.facts.retry_group.get(node) {
+                    flags.push_str(&format!(" retry×{count}"));
+                }
+                if call.quarantined {
+                    flags.push_str(" quarantined");
+                }
+                if *hidden > 0 {
+                    flags.push_str(&format!(" [+{hidden} hidden]"));
+                }
+                spans.push(Span::styled(flags, theme.heading()));
+                if let Some(chain) = view.facts.leaf_chain.get(node) {
+                    spans.push(Span::styled(format!(" ⇒ {chain}"), theme.good()));
+                }
+            }
+            TreeRow::SetAside { record } => {
+                let r = &records[*record];
+                let (glyph, what) = match &build.fates[*record] {
+                    RecordFate::Duplicate(_) => ("=", "duplicate record, ignored".to_string()),
+                    RecordFate::Conflict(_) => ("≠", "conflicting duplicate".to_string()),
+                    RecordFate::DeltaBroken => ("Δ✗", "delta prompt cannot be rebuilt".to_string()),
+                    RecordFate::EmptyGeneration => ("∅", "empty generation, left out".to_string()),
+                    RecordFate::Placed(_) => ("?", String::new()),
+                };
+                spans.push(Span::styled(format!("{glyph} "), theme.problem()));
+                spans.push(Span::styled(
+                    short_call(&r.model_call_id, rid).into_owned(),
+                    theme.dim(),
+                ));
+                spans.push(Span::styled(format!(" {what}"), theme.dim()));
+            }
+        }
+        // Clip the row to the pane width.
+        let mut remaining = width;
+        let mut clipped = Vec::new();
+        for span in spans {
+            if remaining == 0 {
+                break;
+            }
+            let text = clip(&span.content, remaining);
+            remaining = remaining.saturating_sub(text.chars().count());
+            let mut style = span.style;
+            if row_index == view.tree_selected {
+                style = style.patch(theme.selected());
+            }
+            clipped.push(Span::styled(text, style));
+        }
+        lines.push(Line::from(clipped));
+    }
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
