@@ -19,6 +19,9 @@ pub struct Areas {
     pub status: Rect,
 }
 
+/// Below this width the rollout list spans the whole width above the other panes.
+pub const NARROW: u16 = 100;
+
 /// Lay out the panes in `area`.
 pub fn areas(area: Rect) -> Areas {
     let rows = Layout::default()
@@ -29,6 +32,28 @@ pub fn areas(area: Rect) -> Areas {
             Constraint::Length(1),
         ])
         .split(area);
+    if area.width < NARROW {
+        let body = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Percentage(32), Constraint::Percentage(68)])
+            .split(rows[1]);
+        let lower = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+            .split(body[1]);
+        let right = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+            .split(lower[1]);
+        return Areas {
+            header: rows[0],
+            list: body[0],
+            tree: lower[0],
+            tokens: right[0],
+            detail: right[1],
+            status: rows[2],
+        };
+    }
     let columns = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(42), Constraint::Percentage(58)])

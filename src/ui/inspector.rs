@@ -68,6 +68,8 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
         }
         out.push(Line::from(""));
     }
+    verdict_lines(analysis, theme, &mut out);
+    out.push(Line::from(""));
     if let Some(record) = app.selected_record() {
         record_lines(
             analysis,
@@ -78,7 +80,7 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
         );
         out.push(Line::from(""));
     }
-    verdict_lines(analysis, theme, &mut out);
+    detail_lines(analysis, theme, &mut out);
     out
 }
 
@@ -352,6 +354,10 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
             theme.problem(),
         )));
     }
+}
+
+/// Metrics, build notes and read issues of the rollout.
+fn detail_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>) {
     if let Ok(Value::Object(report)) = serde_json::to_value(analysis.report()) {
         if let Some(Value::Object(metrics)) = report.get("metrics") {
             out.push(Line::from(Span::styled("metrics", theme.dim())));

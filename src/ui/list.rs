@@ -71,8 +71,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         .unwrap_or(7)
         .clamp(7, 24);
     let header = format!(
-        "{:<id_width$} {:<6} {:>6} {:>2} {:>6} {:<6} reason",
-        "rollout", "state", "calls", "ch", "deliv", "verdict"
+        "{:<id_width$} {:<6} {:>5} {:>2} {:>4} {:<6} reason",
+        "rollout", "state", "calls", "ch", "del", "verdict"
     );
     let mut lines = vec![Line::from(Span::styled(clip(&header, width), theme.dim()))];
     if list.rows.is_empty() {
@@ -97,7 +97,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         };
         let reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
         let lead = format!(
-            "{:<id_width$} {:<6} {:>6} {:>2} {:>6} ",
+            "{:<id_width$} {:<6} {:>5} {:>2} {:>4} ",
             clip(&sanitize(a.rollout_id()), id_width),
             state(a),
             calls,

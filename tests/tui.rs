@@ -1,0 +1,416 @@
+//! The explorer: every pane rendered into ratatui's `TestBackend` and snapshot-tested at
+//! 120×40 and 80×24 on the conformance fixtures, and key sequences on the app state.
+
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use tokscope::app::{App, Message, Pane};
+use tokscope::ui::{Theme, draw};
+use tokscope::verdict::VerdictOptions;
+
+const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+fn app(store: &str, size: (u16, u16)) -> App {
+    // A relative path keeps the header (and so the snapshots) machine-independent.
+    let stores = vec![PathBuf::from(format!("tests/fixtures/conformance/{store}"))];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    App::new(stores, analyses, options, Rect::new(0, 0, size.0, size.1))
+}
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    terminal
+        .draw(|frame| draw(frame, app, Theme { color: false }))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        let mut line = String::new();
+        for x in 0..buffer.area.width {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn keys(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// Type a filter and open the single matching rollout.
+fn open(app: &mut App, rollout: &str) {
+    keys(app, "/");
+    keys(app, rollout);
+    key(app, KeyCode::Enter);
+    assert_eq!(app.shown().unwrap().rollout_id(), rollout);
+}
+
+fn selected_call(app: &App) -> String {
+    let analysis = app.shown().unwrap();
+    analysis.capture.records[app.selected_record().unwrap()]
+        .model_call_id
+        .clone()
+}
+
+fn snapshot(name: &str, make: impl Fn((u16, u16)) -> App) {
+    for size in SIZES {
+        let app = make(size);
+        insta::assert_snapshot!(format!("{name}_{}x{}", size.0, size.1), screen(&app));
+    }
+}
+
+#[test]
+fn snapshot_opening_screen() {
+    snapshot("opening", |size| app("store-1-0", size));
+}
+
+#[test]
+fn snapshot_divergence_of_a_masked_rollout() {
+    snapshot("divergence", |size| {
+        let mut app = app("store-1-0", size);
+        open(&mut app, "0-5-a0");
+        key(&mut app, KeyCode::Tab);
+        // Walk the tree to the call whose parent link failed.
+        while app.selected_node().is_none_or(|n| {
+            app.shown().unwrap().build.as_ref().unwrap().nodes[n]
+                .note
+                .is_none()
+        }) {
+            key(&mut app, KeyCode::Down);
+        }
+        keys(&mut app, "d");
+        app
+    });
+}
+
+#[test]
+fn snapshot_gaps_of_a_dangling_rollout() {
+    snapshot("gaps", |size| {
+        let mut app = app("store-1-0", size);
+        open(&mut app, "0-13-a2");
+        for _ in 0..4 {
+            key(&mut app, KeyCode::Tab);
+        }
+        assert_eq!(app.focus, Pane::Gaps);
+        app
+    });
+}
+
+#[test]
+fn snapshot_unreadable_rollout() {
+    snapshot("unreadable", |size| {
+        let mut app = app("store-1-0", size);
+        open(&mut app, "0-18-a0");
+        app
+    });
+}
+
+#[test]
+fn snapshot_tokens_with_branches_and_retries() {
+    snapshot("tokens", |size| {
+        let mut app = app("store-1-0", size);
+        open(&mut app, "0-22-a2");
+        keys(&mut app, "c");
+        keys(&mut app, "]]]");
+        app
+    });
+}
+
+#[test]
+fn snapshot_help_overlay() {
+    snapshot("help", |size| {
+        let mut app = app("store-1-0", size);
+        keys(&mut app, "?");
+        app
+    });
+}
+
+#[test]
+fn snapshot_what_if_pinned_terminal() {
+    snapshot("what_if", |size| {
+        let mut app = app("store-1-0", size);
+        open(&mut app, "0-4-a2");
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "G");
+        keys(&mut app, "t");
+        app
+    });
+}
+
+#[test]
+fn navigate_to_a_masked_rollout_and_see_why() {
+    let mut app = app("store-1-0", (120, 40));
+    keys(&mut app, "m");
+    assert!(app.list.rows.iter().all(|&i| app.analyses[i].mask_sample));
+    assert_eq!(app.list.rows.len(), 19);
+    // Cycle to the reason "unresolved_parent_calls" and open the first such rollout.
+    while app.list.reason != Some("unresolved_parent_calls") {
+        keys(&mut app, "r");
+    }
+    let analysis = app.shown().unwrap();
+    assert!(
+        analysis
+            .reasons
+            .iter()
+            .any(|r| r.code() == "unresolved_parent_calls")
+    );
+    let text = screen(&app);
+    assert!(text.contains("unresolved parent"), "{text}");
+}
+
+#[test]
+fn divergence_names_the_first_differing_position() {
+    let mut app = app("store-1-0", (120, 40));
+    open(&mut app, "0-5-a0");
+    key(&mut app, KeyCode::Tab);
+    let mut guard = 0;
+    while app.selected_node().is_none_or(|n| {
+        app.shown().unwrap().build.as_ref().unwrap().nodes[n]
+            .note
+            .is_none()
+    }) {
+        key(&mut app, KeyCode::Down);
+        guard += 1;
+        assert!(guard < 50, "no unresolved call found");
+    }
+    keys(&mut app, "d");
+    let divergence = app
+        .view
+        .as_ref()
+        .unwrap()
+        .divergence
+        .clone()
+        .expect("a divergence");
+    assert!(divergence.position <= divergence.prompt_len);
+    assert!(screen(&app).contains(&format!(
+        "first difference at position {}",
+        divergence.position
+    )));
+    // Esc closes it.
+    key(&mut app, KeyCode::Esc);
+    assert!(app.view.as_ref().unwrap().divergence.is_none());
+}
+
+#[test]
+fn pinning_a_terminal_rebuilds_and_shows_the_difference() {
+    let mut app = app("store-1-0", (120, 40));
+    open(&mut app, "0-4-a2");
+    let before = app
+        .shown()
+        .unwrap()
+        .build
+        .as_ref()
+        .unwrap()
+        .main_chain()
+        .unwrap()
+        .links
+        .len();
+    key(&mut app, KeyCode::Tab);
+    keys(&mut app, "G");
+    let pinned = selected_call(&app);
+    keys(&mut app, "t");
+    let what_if = app
+        .view
+        .as_ref()
+        .unwrap()
+        .what_if
+        .as_ref()
+        .expect("a what-if");
+    assert_eq!(
+        what_if.options.terminal_call_id.as_deref(),
+        Some(pinned.as_str())
+    );
+    let build = what_if.analysis.build.as_ref().unwrap();
+    assert_eq!(build.notes.terminal_chain, "main");
+    assert_ne!(
+        build.main_chain().unwrap().links.len(),
+        before,
+        "the anchor moved main"
+    );
+    assert!(
+        what_if.changes.iter().any(|c| c.starts_with("main chain")),
+        "{:?}",
+        what_if.changes
+    );
+    assert_eq!(
+        selected_call(&app),
+        pinned,
+        "the pinned call stays selected"
+    );
+    keys(&mut app, "a");
+    assert!(
+        !app.view
+            .as_ref()
+            .unwrap()
+            .what_if
+            .as_ref()
+            .unwrap()
+            .options
+            .mask_incomplete_when_attributed
+    );
+    keys(&mut app, "x");
+    assert!(app.view.as_ref().unwrap().what_if.is_none());
+}
+
+#[test]
+fn token_cursor_moves_by_boundary_and_low_probability() {
+    let mut app = app("store-1-0", (120, 40));
+    open(&mut app, "0-0-a0");
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Tokens);
+    keys(&mut app, "]");
+    let view = app.view.as_ref().unwrap();
+    let provenance = view.provenance.as_ref().unwrap();
+    assert_eq!(view.cursor, provenance.segments[1].range.0);
+    keys(&mut app, "n");
+    let cursor = app.view.as_ref().unwrap().cursor;
+    let analysis = app.shown().unwrap();
+    let lp = provenance_log_prob(&app, cursor);
+    assert!(
+        lp.is_some_and(|lp| lp < 0.1f64.ln()),
+        "{lp:?} at {cursor} of {}",
+        analysis.rollout_id()
+    );
+    key(&mut app, KeyCode::Right);
+    assert_eq!(app.view.as_ref().unwrap().cursor, cursor + 1);
+}
+
+fn provenance_log_prob(app: &App, position: usize) -> Option<f64> {
+    let analysis = app.shown()?;
+    let provenance = app.view.as_ref()?.provenance.as_ref()?;
+    provenance.log_prob(
+        &analysis.capture.records,
+        analysis.build.as_ref()?,
+        position,
+    )
+}
+
+#[test]
+fn selecting_a_tree_node_moves_the_token_cursor_and_gap_enter_jumps() {
+    let mut app = app("store-1-0", (120, 40));
+    open(&mut app, "0-3-a1");
+    key(&mut app, KeyCode::Tab);
+    keys(&mut app, "G");
+    let view = app.view.as_ref().unwrap();
+    let node = app.selected_node().unwrap();
+    let provenance = view.provenance.as_ref().unwrap();
+    let segment = provenance.segment_at(view.cursor).unwrap();
+    assert_eq!(segment.origin, tokscope::build::Origin::Generation { node });
+    // Gaps: Enter on a gap with a call selects that call in the tree.
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Gaps);
+    let gap_call = app
+        .view
+        .as_ref()
+        .unwrap()
+        .gaps
+        .iter()
+        .position(|g| g.call.is_some())
+        .unwrap();
+    for _ in 0..gap_call {
+        key(&mut app, KeyCode::Down);
+    }
+    let wanted = app.view.as_ref().unwrap().gaps[gap_call]
+        .call
+        .clone()
+        .unwrap();
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.focus, Pane::Tree);
+    assert_eq!(selected_call(&app), wanted);
+}
+
+#[test]
+fn sorting_filtering_and_mouse() {
+    let mut app = app("store-1-0", (120, 40));
+    keys(&mut app, "ssss"); // id → state → calls → chains → delivered
+    let fractions: Vec<f64> = app
+        .list
+        .rows
+        .iter()
+        .map(|&i| {
+            app.analyses[i]
+                .build
+                .as_ref()
+                .map_or(-1.0, |b| b.notes.delivered_fraction)
+        })
+        .collect();
+    assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "{fractions:?}");
+    keys(&mut app, "S");
+    assert!(app.list.reverse);
+    // Clicking the third list row selects it.
+    let area = app.areas().list;
+    app.update(Message::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: area.x + 3,
+        row: area.y + 2 + 2,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.list.selected, 2);
+    // Wheel over the tree scrolls it without a click.
+    let tree = app.areas().tree;
+    app.update(Message::Mouse(MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: tree.x + 3,
+        row: tree.y + 3,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.focus, Pane::Tree);
+    // A filter that matches nothing leaves an empty list, and Esc clears it.
+    keys(&mut app, "/zzz");
+    assert!(app.list.rows.is_empty());
+    assert!(screen(&app).contains("no rollouts match"));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.list.rows.len(), 30);
+}
+
+#[test]
+fn export_refuses_the_store_and_writes_elsewhere() {
+    let mut app = app("store-1-0", (120, 40));
+    open(&mut app, "0-0-a0");
+    let inside = PathBuf::from("tests/fixtures/conformance/store-1-0/x.json");
+    let error = app
+        .export(tokscope::app::ExportKind::Report, &inside)
+        .unwrap_err();
+    assert!(error.contains("refusing"), "{error}");
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("r.json");
+    let written = app
+        .export(tokscope::app::ExportKind::Response, &target)
+        .unwrap();
+    let response: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(written).unwrap()).unwrap();
+    assert_eq!(response["id"], "proj-0-0-a0");
+    // Through the keys: `e`, type a path, Enter.
+    keys(&mut app, "e");
+    for _ in 0..40 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    keys(&mut app, dir.path().join("k.json").to_str().unwrap());
+    key(&mut app, KeyCode::Enter);
+    assert!(dir.path().join("k.json").exists(), "{:?}", app.message);
+}
+
+#[test]
+fn resize_and_tiny_terminals_do_not_panic() {
+    let mut app = app("store-1-0", (120, 40));
+    for (w, h) in [(80, 24), (20, 8), (200, 60), (1, 1)] {
+        app.update(Message::Resize(w, h));
+        let _ = screen(&app);
+    }
+}
