@@ -13,6 +13,10 @@ pub struct Cli {
     pub command: Option<Command>,
     /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
+    /// A local Hugging Face `tokenizer.json` to show decoded text beside token ids
+    /// (default for the demo store: the bundled one).
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
 }
 
 /// Subcommands.

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod build;
+pub mod detok;
 pub mod gaps;
 pub mod load;
 pub mod store;

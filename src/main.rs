@@ -38,7 +38,13 @@ fn main() -> ExitCode {
                 }
             })
         }
-        None => explore(stores_or_demo(cli.stores)).map(|_| ExitCode::SUCCESS),
+        None => {
+            let demo = cli.stores.is_empty();
+            let tokenizer = cli
+                .tokenizer
+                .or_else(|| demo.then(|| assets().join("tokenizer.json")));
+            explore(stores_or_demo(cli.stores), tokenizer).map(|_| ExitCode::SUCCESS)
+        }
     };
     result.unwrap_or_else(|error| {
         eprintln!(
@@ -50,7 +56,7 @@ fn main() -> ExitCode {
 }
 
 /// Open the explorer; without a terminal (piped output), print the build table instead.
-fn explore(stores: Vec<PathBuf>) -> anyhow::Result<()> {
+fn explore(stores: Vec<PathBuf>, tokenizer: Option<PathBuf>) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         build(&stores, &[], &VerdictOptions::default(), Format::Table)?;
@@ -59,20 +65,28 @@ fn explore(stores: Vec<PathBuf>) -> anyhow::Result<()> {
     let options = VerdictOptions::default();
     let analyses = analyze_all(&locate(&stores, &[])?, &options);
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-    let app = tokscope::app::App::new(
+    let mut app = tokscope::app::App::new(
         stores,
         analyses,
         options,
         ratatui::layout::Rect::new(0, 0, width, height),
     );
+    if let Some(path) = tokenizer {
+        app = app.with_tokenizer(tokscope::detok::Detokenizer::load(&path)?);
+    }
     tokscope::term::run(app)?;
     Ok(())
+}
+
+/// The bundled assets (demo store, tokenizer), next to the sources.
+fn assets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets")
 }
 
 /// The given stores, or the demo store bundled with the sources.
 fn stores_or_demo(stores: Vec<PathBuf>) -> Vec<PathBuf> {
     if stores.is_empty() {
-        vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store")]
+        vec![assets().join("demo-store")]
     } else {
         stores
     }

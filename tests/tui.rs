@@ -414,3 +414,49 @@ fn resize_and_tiny_terminals_do_not_panic() {
         let _ = screen(&app);
     }
 }
+
+#[test]
+fn demo_store_decodes_to_conversation_text() {
+    let assets = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let detok = tokscope::detok::Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let stores = vec![assets.join("demo-store")];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let clean = analyses
+        .iter()
+        .find(|a| a.rollout_id() == "demo-clean")
+        .unwrap();
+    assert_eq!(clean.verdict, tokscope::verdict::Verdict::Ok);
+    let text = detok.decode(&clean.capture.records[0].prompt_token_ids);
+    assert!(
+        text.starts_with("<|system|>\nYou are a careful coding agent."),
+        "{text}"
+    );
+    // Every situation the demo is for is there.
+    for (id, masked) in [
+        ("demo-clean", false),
+        ("demo-retry", false),
+        ("demo-delta", false),
+        ("demo-torn", false),
+        ("demo-mismatch", true),
+        ("demo-subagent", true),
+        ("demo-compaction", true),
+        ("demo-final-retry", true),
+        ("demo-dangling", true),
+        ("demo-newer-writer", true),
+    ] {
+        let a = analyses.iter().find(|a| a.rollout_id() == id).unwrap();
+        assert_eq!(a.mask_sample, masked, "{id}: {:?}", a.reasons);
+    }
+    // With the tokenizer, the token pane and the divergence show text.
+    let mut app =
+        App::new(stores, analyses, options, Rect::new(0, 0, 120, 40)).with_tokenizer(detok);
+    open(&mut app, "demo-mismatch");
+    key(&mut app, KeyCode::Tab);
+    keys(&mut app, "Gd");
+    let text = screen(&app);
+    assert!(text.contains("first difference at position"), "{text}");
+    assert!(text.contains("text: parser.rs"), "{text}");
+    insta::assert_snapshot!("demo_mismatch_with_text_120x40", text);
+}

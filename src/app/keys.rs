@@ -53,6 +53,8 @@ pub enum Action {
     PrevLowProb,
     /// Show the next chain in the token pane.
     CycleChain,
+    /// Show token ids or decoded text in the token pane.
+    ToggleText,
     /// Show where the selected call's prompt diverges.
     Divergence,
     /// Pin the selected call as the terminal (what-if).

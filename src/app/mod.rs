@@ -186,6 +186,10 @@ pub struct App {
     pub low_logprob: f64,
     /// Set when the user asked to quit.
     pub quit: bool,
+    /// Decodes token ids to text, when a tokenizer was given.
+    pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
+    /// Show decoded text (instead of ids) in the token cells.
+    pub show_text: bool,
 }
 
 /// Something that happened.
@@ -229,10 +233,19 @@ impl App {
             size,
             low_logprob: 0.1f64.ln(),
             quit: false,
+            detok: None,
+            show_text: false,
         };
         app.refresh_rows();
         app.open_selected();
         app
+    }
+
+    /// Decode token ids with `detok` (and show text in the token cells).
+    pub fn with_tokenizer(mut self, detok: crate::detok::Detokenizer) -> App {
+        self.detok = Some(std::sync::Arc::new(detok));
+        self.show_text = true;
+        self
     }
 
     /// Pane geometry for the current size.
@@ -392,6 +405,13 @@ impl App {
             Action::NextLowProb => self.jump_low_prob(true),
             Action::PrevLowProb => self.jump_low_prob(false),
             Action::CycleChain => self.cycle_chain(),
+            Action::ToggleText => {
+                if self.detok.is_some() {
+                    self.show_text = !self.show_text;
+                } else {
+                    self.message = Some(strings::NO_TOKENIZER.into());
+                }
+            }
             Action::Divergence => self.show_divergence(),
             Action::PinTerminal => self.pin_terminal(),
             Action::ToggleAttributed => self.toggle_attributed(),

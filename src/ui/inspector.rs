@@ -47,7 +47,7 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
     };
     let mut out = Vec::new();
     if let Some(divergence) = &view.divergence {
-        divergence_lines(analysis, divergence, theme, &mut out);
+        divergence_lines(analysis, divergence, app.detok.as_deref(), theme, &mut out);
     }
     if let Some(what_if) = &view.what_if {
         let terminal = what_if
@@ -87,6 +87,7 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
 fn divergence_lines(
     analysis: &Analysis,
     d: &Divergence,
+    detok: Option<&crate::detok::Detokenizer>,
     theme: Theme,
     out: &mut Vec<Line<'static>>,
 ) {
@@ -140,6 +141,17 @@ fn divergence_lines(
                 spans.push(Span::styled("(ends)", theme.problem()));
             }
             out.push(Line::from(spans));
+            if let Some(detok) = detok {
+                let split = d.position.saturating_sub(d.window_start).min(window.len());
+                out.push(Line::from(vec![
+                    Span::styled("    text: ", theme.dim()),
+                    Span::raw(super::tokens::visible(&detok.decode(&window[..split]))),
+                    Span::styled(
+                        super::tokens::visible(&detok.decode(&window[split..])),
+                        theme.problem(),
+                    ),
+                ]));
+            }
         }
     }
     out.push(Line::from(""));

@@ -36,6 +36,8 @@ pub const REFUSE_STORE_WRITE: &str =
     "refusing to write inside a token-store directory; choose a path outside the store";
 /// No rebuilt response to export.
 pub const NO_RESPONSE: &str = "this rollout has no rebuilt response (the build failed)";
+/// No tokenizer loaded.
+pub const NO_TOKENIZER: &str = "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";
 /// Empty store.
 pub const NO_ROLLOUTS: &str = "no rollouts match (check the filters, or the store is empty)";
 /// Nothing selected.

@@ -10,6 +10,28 @@ use crate::app::layout::{TOKEN_CELL, token_rows, tokens_per_row};
 use crate::app::{App, Pane, scroll_offset};
 use crate::build::Origin;
 
+/// Make whitespace in a decoded piece visible.
+pub fn visible(piece: &str) -> String {
+    piece
+        .chars()
+        .map(|c| match c {
+            ' ' => '·',
+            '\n' => '⏎',
+            '\t' => '→',
+            c if c.is_control() => '�',
+            c => c,
+        })
+        .collect()
+}
+
+/// A decoded piece in a fixed-width cell.
+fn text_cell(piece: &str) -> String {
+    let width = TOKEN_CELL - 1;
+    let shown: String = visible(piece).chars().take(width).collect();
+    let pad = width.saturating_sub(shown.chars().count());
+    format!("{shown}{} ", " ".repeat(pad))
+}
+
 /// A token id in a fixed-width cell.
 fn cell(token: u32) -> String {
     let text = token.to_string();
@@ -69,11 +91,15 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let info = match provenance.segment_at(cursor) {
         Some(segment) => {
             let token = provenance.tokens.get(cursor).unwrap_or_default();
-            let mut text = format!(
-                "pos {cursor}/{total} · id {token} · {} · mask {}",
+            let mut text = format!("pos {cursor}/{total} · id {token}");
+            if let Some(detok) = &app.detok {
+                text.push_str(&format!(" {:?}", detok.piece(token)));
+            }
+            text.push_str(&format!(
+                " · {} · mask {}",
                 describe(segment.origin),
                 segment.mask
-            );
+            ));
             if let Some(lp) = provenance.log_prob(records, build, cursor) {
                 text.push_str(&format!(" · logprob {lp:.3} (p={:.3})", lp.exp()));
             }
@@ -140,7 +166,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             if position == cursor {
                 style = style.patch(theme.cursor());
             }
-            spans.push(Span::styled(cell(*token), style));
+            let text = match (&app.detok, app.show_text) {
+                (Some(detok), true) => text_cell(&detok.piece(*token)),
+                _ => cell(*token),
+            };
+            spans.push(Span::styled(text, style));
         }
         lines.push(Line::from(spans));
     }

@@ -1,0 +1,61 @@
+//! Decoding token ids to text with a local Hugging Face `tokenizer.json` (no network).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// A loaded tokenizer with a cache of decoded pieces.
+pub struct Detokenizer {
+    tokenizer: tokenizers::Tokenizer,
+    pieces: Mutex<HashMap<u32, String>>,
+}
+
+impl std::fmt::Debug for Detokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detokenizer").finish_non_exhaustive()
+    }
+}
+
+impl Detokenizer {
+    /// Load `tokenizer.json`.
+    pub fn load(path: &Path) -> anyhow::Result<Detokenizer> {
+        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| {
+            anyhow::anyhow!("{}: not a usable tokenizer.json ({e})", path.display())
+        })?;
+        Ok(Detokenizer {
+            tokenizer,
+            pieces: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
+    pub fn piece(&self, id: u32) -> String {
+        if let Some(piece) = self.pieces.lock().unwrap().get(&id) {
+            return piece.clone();
+        }
+        let piece = match self.tokenizer.id_to_token(id) {
+            None => format!("⟨{id}⟩"),
+            Some(_) => self
+                .tokenizer
+                .decode(&[id], false)
+                .unwrap_or_else(|_| format!("⟨{id}⟩")),
+        };
+        self.pieces.lock().unwrap().insert(id, piece.clone());
+        piece
+    }
+
+    /// The text of a token sequence.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        self.tokenizer
+            .decode(ids, false)
+            .unwrap_or_else(|_| ids.iter().map(|&id| self.piece(id)).collect())
+    }
+
+    /// Encode text (used to generate the demo store).
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| e.get_ids().to_vec())
+            .unwrap_or_default()
+    }
+}
