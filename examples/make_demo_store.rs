@@ -165,7 +165,11 @@ fn items(id: &str, say: &str, tool: Option<(&str, &str)>) -> Vec<Value> {
 }
 
 /// One assistant turn: what it says, its tool call (name, arguments), the tool's output.
-type Turn = (String, Option<(&'static str, &'static str)>, Option<&'static str>);
+type Turn = (
+    String,
+    Option<(&'static str, &'static str)>,
+    Option<&'static str>,
+);
 
 /// An agent loop: `steps` tool turns, then (optionally) a final answer.
 fn agent(

@@ -411,6 +411,18 @@ impl Analysis {
         self.reasons.first()
     }
 
+    /// The report's `metrics` object (cheap: no rebuilt response is serialized).
+    pub fn metrics_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.report().metrics).unwrap_or_default()
+    }
+
+    /// The report's `build.notes` object, when there is a build.
+    pub fn notes_json(&self) -> Option<serde_json::Value> {
+        self.report()
+            .build
+            .map(|b| serde_json::to_value(&b.notes).unwrap_or_default())
+    }
+
     /// The report in the reference consumer's JSON shape, plus tokscope's own fields.
     pub fn report(&self) -> Report<'_> {
         let n_calls = self.n_calls();

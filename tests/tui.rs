@@ -460,3 +460,21 @@ fn demo_store_decodes_to_conversation_text() {
     assert!(text.contains("text: parser.rs"), "{text}");
     insta::assert_snapshot!("demo_mismatch_with_text_120x40", text);
 }
+
+#[test]
+fn no_color_uses_no_colors() {
+    use ratatui::style::Color;
+    let app = app("store-1-0", (120, 40));
+    let colors = |color: bool| {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        terminal.draw(|frame| draw(frame, &app, Theme { color })).unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        buffer
+            .content()
+            .iter()
+            .filter(|cell| cell.fg != Color::Reset || cell.bg != Color::Reset)
+            .count()
+    };
+    assert_eq!(colors(false), 0);
+    assert!(colors(true) > 100);
+}

@@ -190,6 +190,8 @@ pub struct App {
     pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
     /// Show decoded text (instead of ids) in the token cells.
     pub show_text: bool,
+    /// Store-wide counts, kept up to date with `analyses`.
+    pub totals: Totals,
 }
 
 /// Something that happened.
@@ -235,7 +237,9 @@ impl App {
             quit: false,
             detok: None,
             show_text: false,
+            totals: Totals::default(),
         };
+        app.totals = Totals::of(&app.analyses);
         app.refresh_rows();
         app.open_selected();
         app
@@ -256,10 +260,7 @@ impl App {
     /// The analysis shown in the panes: the what-if when active, else the rollout as built.
     pub fn shown(&self) -> Option<&Analysis> {
         let view = self.view.as_ref()?;
-        Some(match &view.what_if {
-            Some(what_if) => &what_if.analysis,
-            None => &self.analyses[view.index],
-        })
+        Some(shown_of(&self.analyses, &view.what_if, view.index))
     }
 
     /// Mask reason codes present in the store, in first-seen order.
@@ -591,11 +592,11 @@ impl App {
 
     /// Recompute the derived data of the open rollout (after opening or a what-if).
     fn rebuild_view(&mut self) {
-        let Some(analysis) = self.shown().cloned() else {
+        let Some(view) = self.view.as_mut() else {
             return;
         };
-        let view = self.view.as_mut().unwrap();
-        view.gaps = view::gaps(&analysis);
+        let analysis = shown_of(&self.analyses, &view.what_if, view.index);
+        view.gaps = view::gaps(analysis);
         view.gap_selected = view.gap_selected.min(view.gaps.len().saturating_sub(1));
         view.divergence = None;
         match &analysis.build {
@@ -640,10 +641,12 @@ impl App {
         let Some(node) = self.selected_node() else {
             return;
         };
-        let Some(build) = self.shown().and_then(|a| a.build.clone()) else {
+        let Some(view) = self.view.as_mut() else {
             return;
         };
-        let view = self.view.as_mut().unwrap();
+        let Some(build) = &shown_of(&self.analyses, &view.what_if, view.index).build else {
+            return;
+        };
         let on_current = view
             .chain
             .is_some_and(|c| build.chains[c].links.iter().any(|l| l.node == node));
@@ -655,7 +658,7 @@ impl App {
             {
                 Some(chain) => {
                     view.chain = Some(chain);
-                    view.provenance = Some(provenance(&build, &build.chains[chain]));
+                    view.provenance = Some(provenance(build, &build.chains[chain]));
                 }
                 None => {
                     self.message = Some(strings::NOT_ON_A_CHAIN.into());
@@ -723,14 +726,16 @@ impl App {
         let Some(node) = self.selected_node() else {
             return;
         };
-        let Some(build) = self.shown().and_then(|a| a.build.clone()) else {
+        let Some(view) = self.view.as_mut() else {
             return;
         };
-        let view = self.view.as_mut().unwrap();
+        let Some(build) = &shown_of(&self.analyses, &view.what_if, view.index).build else {
+            return;
+        };
         if !view.collapsed.remove(&node) {
             view.collapsed.insert(node);
         }
-        view.rows = tree_rows(&build, &view.collapsed);
+        view.rows = tree_rows(build, &view.collapsed);
         view.tree_selected = view
             .rows
             .iter()
@@ -802,16 +807,18 @@ impl App {
     }
 
     fn cycle_chain(&mut self) {
-        let Some(build) = self.shown().and_then(|a| a.build.clone()) else {
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        let Some(build) = &shown_of(&self.analyses, &view.what_if, view.index).build else {
             return;
         };
         if build.chains.is_empty() {
             return;
         }
-        let view = self.view.as_mut().unwrap();
         let next = view.chain.map_or(0, |c| (c + 1) % build.chains.len());
         view.chain = Some(next);
-        view.provenance = Some(provenance(&build, &build.chains[next]));
+        view.provenance = Some(provenance(build, &build.chains[next]));
         view.cursor = 0;
         self.focus = Pane::Tokens;
     }
@@ -977,11 +984,13 @@ impl App {
             _ => {}
         }
     }
+}
 
-    /// Store-wide counts for the header.
-    pub fn totals(&self) -> Totals {
+impl Totals {
+    /// Count over every rollout.
+    pub fn of(analyses: &[Analysis]) -> Totals {
         let mut totals = Totals::default();
-        for a in &self.analyses {
+        for a in analyses {
             totals.rollouts += 1;
             totals.masked += usize::from(a.mask_sample);
             totals.live += usize::from(a.lifecycle == Lifecycle::Live);
@@ -997,6 +1006,19 @@ impl App {
             }
         }
         totals
+    }
+}
+
+/// The analysis a view shows. A free function over the fields it needs, so callers can keep
+/// it borrowed while they update the view's other fields (no copy of the build per key).
+fn shown_of<'a>(
+    analyses: &'a [Analysis],
+    what_if: &'a Option<WhatIf>,
+    index: usize,
+) -> &'a Analysis {
+    match what_if {
+        Some(what_if) => &what_if.analysis,
+        None => &analyses[index],
     }
 }
 

@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::{Theme, clip, pane_block, short_call, strings};
 use crate::app::{App, Pane};
 use crate::build::divergence::{Divergence, Reference};
-use crate::store::TokenRecord;
 use crate::text::sanitize;
 use crate::verdict::Analysis;
 
@@ -71,13 +70,7 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
     verdict_lines(analysis, theme, &mut out);
     out.push(Line::from(""));
     if let Some(record) = app.selected_record() {
-        record_lines(
-            analysis,
-            &analysis.capture.records[record],
-            analysis.capture.record_lines[record],
-            theme,
-            &mut out,
-        );
+        record_lines(analysis, record, theme, &mut out);
         out.push(Line::from(""));
     }
     detail_lines(analysis, theme, &mut out);
@@ -157,13 +150,9 @@ fn divergence_lines(
     out.push(Line::from(""));
 }
 
-fn record_lines(
-    analysis: &Analysis,
-    r: &TokenRecord,
-    at: crate::store::LinePos,
-    theme: Theme,
-    out: &mut Vec<Line<'static>>,
-) {
+fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<Line<'static>>) {
+    let r = &analysis.capture.records[index];
+    let at = analysis.capture.record_lines[index];
     out.push(Line::from(Span::styled(
         format!(
             "RECORD {} · line {} (byte {})",
@@ -173,33 +162,25 @@ fn record_lines(
         ),
         theme.heading(),
     )));
-    let fate = analysis.build.as_ref().map(|b| {
-        let index = analysis
-            .capture
-            .records
-            .iter()
-            .position(|x| std::ptr::eq(x, r))
-            .unwrap();
-        match &b.fates[index] {
-            crate::build::RecordFate::Placed(node) => {
-                let n = &b.nodes[*node];
-                let mut text = match n.parent {
-                    Some(p) => format!(
-                        "placed; parent {}",
-                        analysis.capture.records[b.nodes[p].record].model_call_id
-                    ),
-                    None => "placed as a root".to_string(),
-                };
-                if let Some(note) = n.note {
-                    text.push_str(&format!(" ({note})"));
-                }
-                if n.quarantined {
-                    text.push_str("; quarantined");
-                }
-                text
+    let fate = analysis.build.as_ref().map(|b| match &b.fates[index] {
+        crate::build::RecordFate::Placed(node) => {
+            let n = &b.nodes[*node];
+            let mut text = match n.parent {
+                Some(p) => format!(
+                    "placed; parent {}",
+                    analysis.capture.records[b.nodes[p].record].model_call_id
+                ),
+                None => "placed as a root".to_string(),
+            };
+            if let Some(note) = n.note {
+                text.push_str(&format!(" ({note})"));
             }
-            other => format!("{other:?}"),
+            if n.quarantined {
+                text.push_str("; quarantined");
+            }
+            text
         }
+        other => format!("{other:?}"),
     });
     if let Some(fate) = fate {
         out.push(field("build decision", fate, theme));
@@ -370,22 +351,20 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
 
 /// Metrics, build notes and read issues of the rollout.
 fn detail_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>) {
-    if let Ok(Value::Object(report)) = serde_json::to_value(analysis.report()) {
-        if let Some(Value::Object(metrics)) = report.get("metrics") {
-            out.push(Line::from(Span::styled("metrics", theme.dim())));
-            for (key, value) in metrics {
-                out.push(field(&format!("  {key}"), value, theme));
-            }
+    if let Value::Object(metrics) = analysis.metrics_json() {
+        out.push(Line::from(Span::styled("metrics", theme.dim())));
+        for (key, value) in metrics {
+            out.push(field(&format!("  {key}"), value, theme));
         }
-        if let Some(Value::Object(notes)) = report.get("build").and_then(|b| b.get("notes")) {
-            out.push(Line::from(Span::styled("build notes", theme.dim())));
-            for (key, value) in notes {
-                out.push(field(
-                    &format!("  {key}"),
-                    clip(&value.to_string(), 400),
-                    theme,
-                ));
-            }
+    }
+    if let Some(Value::Object(notes)) = analysis.notes_json() {
+        out.push(Line::from(Span::styled("build notes", theme.dim())));
+        for (key, value) in notes {
+            out.push(field(
+                &format!("  {key}"),
+                clip(&value.to_string(), 400),
+                theme,
+            ));
         }
     }
     for issue in &analysis.capture.issues {

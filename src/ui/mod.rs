@@ -65,7 +65,7 @@ pub fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Cow<'a, s
 }
 
 fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let t = app.totals();
+    let t = app.totals;
     let percent = |n: usize| {
         if t.rollouts == 0 {
             0.0
