@@ -467,7 +467,9 @@ fn no_color_uses_no_colors() {
     let app = app("store-1-0", (120, 40));
     let colors = |color: bool| {
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        terminal.draw(|frame| draw(frame, &app, Theme { color })).unwrap();
+        terminal
+            .draw(|frame| draw(frame, &app, Theme { color }))
+            .unwrap();
         let buffer = terminal.backend().buffer().clone();
         buffer
             .content()
