@@ -8,6 +8,7 @@ pub mod app;
 pub mod build;
 pub mod detok;
 pub mod gaps;
+pub mod live;
 pub mod load;
 pub mod store;
 pub mod synth;

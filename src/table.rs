@@ -76,6 +76,7 @@ fn row(analysis: &Analysis) -> [String; 7] {
             Lifecycle::Live => "live",
             Lifecycle::Frozen => "frozen",
             Lifecycle::Retired => "retired",
+            Lifecycle::Cleared => "cleared",
         }
         .to_string(),
         calls,

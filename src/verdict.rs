@@ -46,6 +46,8 @@ pub enum Lifecycle {
     Frozen,
     /// Snapshot delivered and payload deleted.
     Retired,
+    /// Every file deleted (cleared before a new attempt), seen while watching.
+    Cleared,
 }
 
 /// The verdict shown to the user.
@@ -201,7 +203,9 @@ pub struct Analysis {
 /// Rebuild and judge one rollout.
 pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     let state = &capture.state;
-    let lifecycle = if state.retired {
+    let lifecycle = if !capture.files_present {
+        Lifecycle::Cleared
+    } else if state.retired {
         Lifecycle::Retired
     } else if state.frozen {
         Lifecycle::Frozen

@@ -1054,6 +1054,7 @@ fn lifecycle_rank(l: Lifecycle) -> u8 {
         Lifecycle::Live => 0,
         Lifecycle::Frozen => 1,
         Lifecycle::Retired => 2,
+        Lifecycle::Cleared => 3,
     }
 }
 

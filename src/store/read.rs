@@ -97,6 +97,8 @@ pub struct Capture {
     pub sentinel: Option<Vec<String>>,
     /// Bytes of the records file that hold acknowledged lines.
     pub records_bytes: u64,
+    /// Whether any of the rollout's files exists (a cleared rollout has none).
+    pub files_present: bool,
 }
 
 impl Capture {
@@ -125,32 +127,98 @@ impl Capture {
     }
 }
 
+/// The bytes of a rollout's files (`None`: the file does not exist).
+#[derive(Clone, Debug, Default)]
+pub struct RolloutBytes {
+    /// `<rid>.tokens.state.json`.
+    pub state: Option<Vec<u8>>,
+    /// `<rid>.tokens.jsonl`.
+    pub records: Option<Vec<u8>>,
+    /// `<rid>.tokens.intents`.
+    pub intents: Option<Vec<u8>>,
+    /// `<rid>.tokens.incomplete`.
+    pub sentinel: Option<Vec<u8>>,
+    /// Files that exist but could not be read.
+    pub io_issues: Vec<ReadIssue>,
+}
+
+impl RolloutBytes {
+    /// A borrowed view.
+    pub fn view(&self) -> FileBytes<'_> {
+        FileBytes {
+            state: self.state.as_deref(),
+            records: self.records.as_deref(),
+            intents: self.intents.as_deref(),
+            sentinel: self.sentinel.as_deref(),
+            io_issues: &self.io_issues,
+        }
+    }
+}
+
+/// Borrowed bytes of a rollout's files (`None`: the file does not exist).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileBytes<'a> {
+    /// `<rid>.tokens.state.json`.
+    pub state: Option<&'a [u8]>,
+    /// `<rid>.tokens.jsonl`.
+    pub records: Option<&'a [u8]>,
+    /// `<rid>.tokens.intents`.
+    pub intents: Option<&'a [u8]>,
+    /// `<rid>.tokens.incomplete`.
+    pub sentinel: Option<&'a [u8]>,
+    /// Files that exist but could not be read.
+    pub io_issues: &'a [ReadIssue],
+}
+
+impl FileBytes<'_> {
+    /// Whether any of the rollout's files exists.
+    pub fn any(&self) -> bool {
+        self.state.is_some() || self.records.is_some() || self.intents.is_some() || self.sentinel.is_some()
+    }
+}
+
 /// Read one rollout. Never fails: problems become [`ReadIssue`]s.
 pub fn read_capture(location: &RolloutLocation) -> Capture {
-    let mut issues = Vec::new();
-    let mut read = |kind: FileKind| -> Option<Vec<u8>> {
-        match read_file(&location.path(kind)) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                issues.push(ReadIssue {
-                    kind: IssueKind::Io,
-                    file: kind,
-                    at: None,
-                    message: format!("cannot read: {error}"),
-                    fatal: true,
-                });
-                None
-            }
-        }
-    };
-    let state_bytes = read(FileKind::State);
-    let records_bytes = read(FileKind::Records);
-    let intents_bytes = read(FileKind::Intents);
-    let sentinel_bytes = read(FileKind::Incomplete);
+    capture_from(location, read_bytes(location).view(), &mut LineCache::default())
+}
 
-    let state = state_bytes
-        .as_deref()
-        .map_or_else(RolloutState::absent, RolloutState::parse);
+/// Read the bytes of every file of a rollout.
+pub fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
+    let mut bytes = RolloutBytes::default();
+    // State first: the records file then holds at least what the state's index covers, even
+    // next to a running writer.
+    for kind in [FileKind::State, FileKind::Intents, FileKind::Records, FileKind::Incomplete] {
+        match read_file(&location.path(kind)) {
+            Ok(content) => match kind {
+                FileKind::State => bytes.state = content,
+                FileKind::Records => bytes.records = content,
+                FileKind::Intents => bytes.intents = content,
+                FileKind::Incomplete => bytes.sentinel = content,
+            },
+            Err(error) => bytes.io_issues.push(io_issue(kind, &error)),
+        }
+    }
+    bytes
+}
+
+/// An unreadable file.
+pub fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
+    ReadIssue {
+        kind: IssueKind::Io,
+        file: kind,
+        at: None,
+        message: format!("cannot read: {error}"),
+        fatal: true,
+    }
+}
+
+/// Interpret a rollout's bytes, reusing (and filling) `cache` for the records' lines.
+pub fn capture_from(location: &RolloutLocation, bytes: FileBytes<'_>, cache: &mut LineCache) -> Capture {
+    let mut issues = bytes.io_issues.to_vec();
+    let state_bytes = bytes.state;
+    let intents_bytes = bytes.intents;
+    let sentinel_bytes = bytes.sentinel;
+    let state = state_bytes.map_or_else(RolloutState::absent, RolloutState::parse);
     if let Some(error) = &state.error {
         issues.push(ReadIssue {
             kind: IssueKind::BadState,
@@ -160,13 +228,13 @@ pub fn read_capture(location: &RolloutLocation) -> Capture {
             fatal: true,
         });
     }
-    let has_records_file = records_bytes.is_some();
-    let data = records_bytes.unwrap_or_default();
-    let parsed = parse_records(&data, &state, &mut issues);
+    let has_records_file = bytes.records.is_some();
+    let data = bytes.records.unwrap_or_default();
+    let parsed = parse_records(data, &state, &mut issues, cache);
 
     let mut intents = Vec::new();
     if let Some(bytes) = intents_bytes {
-        match decode_lines(&bytes) {
+        match decode_lines(bytes) {
             Ok(lines) => intents = lines,
             Err(line) => issues.push(ReadIssue {
                 kind: IssueKind::BadIntents,
@@ -178,7 +246,7 @@ pub fn read_capture(location: &RolloutLocation) -> Capture {
         }
     }
     let sentinel = sentinel_bytes.map(|bytes| {
-        String::from_utf8_lossy(&bytes)
+        String::from_utf8_lossy(bytes)
             .lines()
             .map(|l| l.trim().to_owned())
             .filter(|l| !l.is_empty())
@@ -207,11 +275,13 @@ pub fn read_capture(location: &RolloutLocation) -> Capture {
         intents,
         sentinel,
         records_bytes: parsed.acknowledged_len as u64,
+        files_present: bytes.any(),
     }
 }
 
-/// Open read-only and, where allowed, without touching the access time.
-fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+/// Open read-only and, where allowed, without touching the access time; `None` when the
+/// file does not exist.
+pub fn open_quiet(path: &Path) -> std::io::Result<Option<std::fs::File>> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(target_os = "linux")]
@@ -221,17 +291,21 @@ fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         let mut quiet = options.clone();
         quiet.custom_flags(O_NOATIME);
         match quiet.open(path) {
-            Ok(file) => return read_all(file).map(Some),
+            Ok(file) => return Ok(Some(file)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             // O_NOATIME needs ownership; fall back to a plain read-only open.
             Err(_) => {}
         }
     }
     match options.open(path) {
-        Ok(file) => read_all(file).map(Some),
+        Ok(file) => Ok(Some(file)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    open_quiet(path)?.map(read_all).transpose()
 }
 
 fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
@@ -283,6 +357,43 @@ fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
     Ok(out)
 }
 
+/// The parse of one line: `None` for a blank line.
+type ParsedLine = Option<Result<TokenRecord, RecordError>>;
+
+/// Parsed lines of a records file by byte range, reusable while the file only grows
+/// (an appended line never changes the bytes of an earlier one).
+#[derive(Clone, Debug, Default)]
+pub struct LineCache {
+    lines: HashMap<(usize, usize), ParsedLine>,
+    /// Keep results for the next read (live reading) instead of moving them out.
+    keep: bool,
+}
+
+impl LineCache {
+    /// A cache that keeps its results between reads.
+    pub fn kept() -> LineCache {
+        LineCache {
+            lines: HashMap::new(),
+            keep: true,
+        }
+    }
+
+    /// Forget everything (the file was truncated or replaced).
+    pub fn clear(&mut self) {
+        self.lines.clear();
+    }
+
+    /// Number of lines cached.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
 struct ParsedRecords {
     records: Vec<TokenRecord>,
     lines: Vec<LinePos>,
@@ -295,7 +406,12 @@ struct ParsedRecords {
 /// line followed by more content is corruption; a malformed line with only whitespace after
 /// it is a torn write, cut off; a record whose bytes differ from an earlier record of the
 /// same call id is a conflict. Then it reads every line up to the cut.
-fn parse_records(data: &[u8], state: &RolloutState, issues: &mut Vec<ReadIssue>) -> ParsedRecords {
+fn parse_records(
+    data: &[u8],
+    state: &RolloutState,
+    issues: &mut Vec<ReadIssue>,
+    cache: &mut LineCache,
+) -> ParsedRecords {
     let line_starts = LineIndex::new(data);
     let legacy = state.legacy_index();
     let indexed = if legacy {
@@ -326,9 +442,9 @@ fn parse_records(data: &[u8], state: &RolloutState, issues: &mut Vec<ReadIssue>)
         });
     };
 
-    // Tail lines are parsed once; the full read below takes the results over.
-    let mut cache: HashMap<usize, Option<Result<TokenRecord, RecordError>>> = HashMap::new();
-    let parse = |start: usize, end: usize| -> Option<Result<TokenRecord, RecordError>> {
+    // Every line is parsed once: the tail check and the full read share the results, and a
+    // kept cache carries them over to the next read of a growing file.
+    let parse = |start: usize, end: usize| -> ParsedLine {
         let payload = strip(&data[start..end]);
         (!payload.is_empty()).then(|| TokenRecord::parse(payload))
     };
@@ -347,15 +463,14 @@ fn parse_records(data: &[u8], state: &RolloutState, issues: &mut Vec<ReadIssue>)
         // Line digests are needed only for call ids seen more than once.
         let mut seen: HashMap<String, usize> = HashMap::new();
         for &(start, end) in &tail {
-            let result = parse(start, end);
-            if let Some(Ok(record)) = &result {
+            let result = cache.lines.entry((start, end)).or_insert_with(|| parse(start, end));
+            if let Some(Ok(record)) = &*result {
                 *seen.entry(record.model_call_id.clone()).or_default() += 1;
             }
-            cache.insert(start, result);
         }
         for &(start, end) in &tail {
             let at = line_starts.pos(start);
-            match &cache[&start] {
+            match &cache.lines[&(start, end)] {
                 None => {}
                 Some(Err(RecordError::Syntax(message))) => {
                     let rest = strip(&data[(end + 1).min(data.len())..]);
@@ -415,7 +530,11 @@ fn parse_records(data: &[u8], state: &RolloutState, issues: &mut Vec<ReadIssue>)
     let mut lines = Vec::new();
     for (start, end) in split_lines(data, 0, cut) {
         let at = line_starts.pos(start);
-        let result = cache.remove(&start).unwrap_or_else(|| parse(start, end));
+        let result = if cache.keep {
+            cache.lines.entry((start, end)).or_insert_with(|| parse(start, end)).clone()
+        } else {
+            cache.lines.remove(&(start, end)).unwrap_or_else(|| parse(start, end))
+        };
         match result {
             None => {}
             Some(Ok(record)) => {
@@ -497,7 +616,7 @@ mod tests {
 
     fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
         let mut issues = Vec::new();
-        let parsed = parse_records(data.as_bytes(), &RolloutState::absent(), &mut issues);
+        let parsed = parse_records(data.as_bytes(), &RolloutState::absent(), &mut issues, &mut LineCache::default());
         (parsed, issues)
     }
 
@@ -570,7 +689,7 @@ mod tests {
         let mut state = RolloutState::absent();
         state.indexed_size = Some(data.len() as i64);
         let mut issues = Vec::new();
-        let parsed = parse_records(data.as_bytes(), &state, &mut issues);
+        let parsed = parse_records(data.as_bytes(), &state, &mut issues, &mut LineCache::default());
         assert_eq!(
             parsed.records.len(),
             2,
@@ -579,7 +698,7 @@ mod tests {
         assert!(issues.is_empty());
         state.indexed_size = Some(data.len() as i64 + 1);
         let mut issues = Vec::new();
-        parse_records(data.as_bytes(), &state, &mut issues);
+        parse_records(data.as_bytes(), &state, &mut issues, &mut LineCache::default());
         assert_eq!(issues[0].kind, IssueKind::BadState);
     }
 

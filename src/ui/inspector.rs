@@ -331,6 +331,7 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
                 crate::verdict::Lifecycle::Live => "live: would be, if frozen now",
                 crate::verdict::Lifecycle::Frozen => "frozen",
                 crate::verdict::Lifecycle::Retired => "retired",
+                crate::verdict::Lifecycle::Cleared => "cleared: every file deleted",
             },
             analysis.mask_sample
         )),

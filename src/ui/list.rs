@@ -26,6 +26,7 @@ fn state(analysis: &Analysis) -> &'static str {
         Lifecycle::Live => "live",
         Lifecycle::Frozen => "frozen",
         Lifecycle::Retired => "retired",
+        Lifecycle::Cleared => "cleared",
     }
 }
 

@@ -1,0 +1,186 @@
+//! Live monitoring: following a store while it is written, and replaying a recorded one.
+//!
+//! [`LiveStore`] keeps, per rollout, the bytes of its files (read incrementally) and the
+//! parsed lines, so a change costs the new bytes plus one rebuild of that rollout. The
+//! [`watch`] thread drives it from file-system events (or polling) and sends the rebuilt
+//! analyses to the UI over a channel; the UI thread never reads a file.
+
+pub mod demo;
+pub mod replay;
+pub mod tail;
+pub mod watch;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::store::layout::{FileKind, classify, natural_cmp};
+use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
+use crate::store::{RolloutLocation, StoreDirError};
+use crate::verdict::{Analysis, VerdictOptions, analyze};
+use tail::{Change, FileTail};
+
+/// One rollout followed incrementally.
+#[derive(Debug)]
+pub struct LiveRollout {
+    location: RolloutLocation,
+    records: FileTail,
+    intents: FileTail,
+    sentinel: FileTail,
+    state: FileTail,
+    cache: LineCache,
+}
+
+impl LiveRollout {
+    /// Follow the rollout at `location`.
+    pub fn new(location: RolloutLocation) -> LiveRollout {
+        LiveRollout {
+            records: FileTail::new(location.path(FileKind::Records), true),
+            intents: FileTail::new(location.path(FileKind::Intents), true),
+            sentinel: FileTail::new(location.path(FileKind::Incomplete), true),
+            state: FileTail::new(location.path(FileKind::State), false),
+            cache: LineCache::kept(),
+            location,
+        }
+    }
+
+    /// Read what changed; `Some(analysis)` when anything did.
+    pub fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
+        let mut io_issues = Vec::new();
+        let mut changed = false;
+        // State first: the records file then holds at least what the state's index covers,
+        // so a writer caught between its two writes never looks like a bad index.
+        for (kind, tail) in [
+            (FileKind::State, &mut self.state),
+            (FileKind::Intents, &mut self.intents),
+            (FileKind::Records, &mut self.records),
+            (FileKind::Incomplete, &mut self.sentinel),
+        ] {
+            match tail.refresh() {
+                Ok(Change::None) => {}
+                Ok(change) => {
+                    changed = true;
+                    if kind == FileKind::Records && matches!(change, Change::Reread | Change::Removed) {
+                        // Earlier lines may have changed: forget their parses.
+                        self.cache.clear();
+                    }
+                }
+                Err(error) => {
+                    changed = true;
+                    io_issues.push(io_issue(kind, &error));
+                }
+            }
+        }
+        if !changed {
+            return None;
+        }
+        Some(self.analyze(options, io_issues))
+    }
+
+    /// The analysis of the bytes known now.
+    pub fn analyze(&mut self, options: &VerdictOptions, io_issues: Vec<crate::store::ReadIssue>) -> Analysis {
+        let bytes = FileBytes {
+            state: self.state.bytes(),
+            records: self.records.bytes(),
+            intents: self.intents.bytes(),
+            sentinel: self.sentinel.bytes(),
+            io_issues: &io_issues,
+        };
+        let capture = capture_from(&self.location, bytes, &mut self.cache);
+        analyze(capture, options)
+    }
+
+    /// Bytes read from the records file so far.
+    pub fn records_bytes_read(&self) -> u64 {
+        self.records.bytes_read
+    }
+}
+
+/// What changed in a store.
+#[derive(Clone, Debug)]
+pub enum StoreEvent {
+    /// A rollout appeared or changed: its new analysis.
+    Updated(Box<Analysis>),
+    /// A store directory could not be read.
+    Error(String),
+    /// The initial scan is complete.
+    Ready,
+}
+
+/// Every rollout of some store directories, followed incrementally.
+#[derive(Debug)]
+pub struct LiveStore {
+    dirs: Vec<PathBuf>,
+    rollouts: HashMap<RolloutLocation, LiveRollout>,
+    options: VerdictOptions,
+}
+
+impl LiveStore {
+    /// Follow `dirs` (nothing is read yet).
+    pub fn new(dirs: Vec<PathBuf>, options: VerdictOptions) -> LiveStore {
+        LiveStore {
+            dirs,
+            rollouts: HashMap::new(),
+            options,
+        }
+    }
+
+    /// The directories followed.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// List the directories and refresh every rollout; returns the changes.
+    pub fn rescan(&mut self) -> Result<Vec<Analysis>, StoreDirError> {
+        let mut found = Vec::new();
+        for dir in &self.dirs {
+            found.extend(crate::store::discover(dir)?);
+        }
+        found.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
+        let mut changes = Vec::new();
+        for location in found {
+            if let Some(analysis) = self.refresh(&location) {
+                changes.push(analysis);
+            }
+        }
+        // Rollouts whose files all vanished since the last scan.
+        let known: Vec<RolloutLocation> = self.rollouts.keys().cloned().collect();
+        for location in known {
+            if !location.path(FileKind::Records).exists()
+                && let Some(analysis) = self.refresh(&location)
+            {
+                changes.push(analysis);
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Refresh one rollout (following it from now on); `Some` when it changed.
+    pub fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
+        let options = &self.options;
+        self.rollouts
+            .entry(location.clone())
+            .or_insert_with(|| LiveRollout::new(location.clone()))
+            .refresh(options)
+    }
+
+    /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.
+    pub fn location_of(&self, path: &Path) -> Option<RolloutLocation> {
+        let dir = path.parent()?;
+        let name = path.file_name()?.to_str()?;
+        let (id, _) = classify(name)?;
+        let dir = self.dirs.iter().find(|d| same_dir(d, dir))?;
+        Some(RolloutLocation {
+            dir: dir.clone(),
+            id: id.to_owned(),
+        })
+    }
+
+    /// Bytes read from records files so far (to show that only new bytes are read).
+    pub fn records_bytes_read(&self) -> u64 {
+        self.rollouts.values().map(LiveRollout::records_bytes_read).sum()
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(x, y)| x == y)
+}

@@ -1,0 +1,164 @@
+//! The watcher thread: file-system events (or polling) in, rebuilt rollouts out.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+
+use super::{LiveStore, StoreEvent};
+use crate::verdict::VerdictOptions;
+
+/// How changes are noticed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchMode {
+    /// File-system change events (inotify on Linux).
+    Events,
+    /// Look every so often (for file systems without change events, like network mounts).
+    Poll(Duration),
+}
+
+/// Settings of a watch.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// Events or polling.
+    pub mode: WatchMode,
+    /// After the first event of a burst, wait this long for more before rebuilding.
+    pub coalesce: Duration,
+    /// How rollouts are judged.
+    pub verdict: VerdictOptions,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            mode: WatchMode::Events,
+            coalesce: Duration::from_millis(5),
+            verdict: VerdictOptions::default(),
+        }
+    }
+}
+
+/// A running watch. Dropping it stops the thread.
+pub struct Watch {
+    /// Rebuilt rollouts and errors, in the order they happened.
+    pub events: Receiver<StoreEvent>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Start watching `dirs`. The first events are the initial scan, then [`StoreEvent::Ready`].
+pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
+    let (sender, events) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread_stop = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("tokscope-watch".into())
+        .spawn(move || run(dirs, options, sender, thread_stop))
+        .expect("spawn the watcher thread");
+    Watch {
+        events,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+fn send_all(sender: &Sender<StoreEvent>, result: Result<Vec<crate::verdict::Analysis>, crate::store::StoreDirError>) -> bool {
+    match result {
+        Ok(changes) => changes
+            .into_iter()
+            .all(|analysis| sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok()),
+        Err(error) => sender.send(StoreEvent::Error(error.to_string())).is_ok(),
+    }
+}
+
+fn run(dirs: Vec<PathBuf>, options: WatchOptions, sender: Sender<StoreEvent>, stop: Arc<AtomicBool>) {
+    let mut store = LiveStore::new(dirs.clone(), options.verdict.clone());
+    // Subscribe before the first scan, so nothing written during it is missed.
+    let (fs_sender, fs_events) = mpsc::channel::<notify::Result<notify::Event>>();
+    let mut watcher = match options.mode {
+        WatchMode::Events => match notify::recommended_watcher(move |event| {
+            let _ = fs_sender.send(event);
+        }) {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "cannot watch for changes ({error}); use --poll MS"
+                )));
+                None
+            }
+        },
+        WatchMode::Poll(_) => None,
+    };
+    if let Some(watcher) = watcher.as_mut() {
+        for dir in &dirs {
+            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                let _ = sender.send(StoreEvent::Error(format!("{}: cannot watch ({error})", dir.display())));
+            }
+        }
+    }
+    if !send_all(&sender, store.rescan()) || sender.send(StoreEvent::Ready).is_err() {
+        return;
+    }
+    match options.mode {
+        WatchMode::Poll(interval) => {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(interval);
+                if !send_all(&sender, store.rescan()) {
+                    return;
+                }
+            }
+        }
+        WatchMode::Events => {
+            while !stop.load(Ordering::Relaxed) {
+                let first = match fs_events.recv_timeout(Duration::from_millis(100)) {
+                    Ok(event) => event,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                };
+                // Coalesce the burst.
+                let mut batch = vec![first];
+                let deadline = Instant::now() + options.coalesce;
+                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                    match fs_events.recv_timeout(left) {
+                        Ok(event) => batch.push(event),
+                        Err(_) => break,
+                    }
+                }
+                let mut rescan = false;
+                let mut dirty = BTreeSet::new();
+                for event in batch {
+                    match event {
+                        Ok(event) if event.need_rescan() => rescan = true,
+                        Ok(event) => dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p))),
+                        Err(_) => rescan = true,
+                    }
+                }
+                let ok = if rescan {
+                    send_all(&sender, store.rescan())
+                } else {
+                    dirty.iter().all(|location| match store.refresh(location) {
+                        Some(analysis) => sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok(),
+                        None => true,
+                    })
+                };
+                if !ok {
+                    return;
+                }
+            }
+        }
+    }
+}
