@@ -13,10 +13,27 @@ pub struct Cli {
     pub command: Option<Command>,
     /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
+    /// How the explorer follows the stores.
+    #[command(flatten)]
+    pub explore: ExploreArgs,
+}
+
+/// Options of the explorer.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ExploreArgs {
     /// A local Hugging Face `tokenizer.json` to show decoded text beside token ids
     /// (default for the demo store: the bundled one).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", global = true)]
     pub tokenizer: Option<PathBuf>,
+    /// Poll every MS milliseconds instead of waiting for change events (network mounts).
+    #[arg(long, value_name = "MS", global = true)]
+    pub poll: Option<u64>,
+    /// Raise an alarm when more than this fraction (0..1) of frozen rollouts is masked.
+    #[arg(long, value_name = "F", global = true)]
+    pub max_mask_fraction: Option<f64>,
+    /// Read the stores once; do not follow changes.
+    #[arg(long, global = true)]
+    pub no_watch: bool,
 }
 
 /// Subcommands.
@@ -26,6 +43,26 @@ pub enum Command {
     Build(BuildArgs),
     /// Like `build --format table`, exiting with status 1 when a frozen rollout is masked.
     Check(CheckArgs),
+    /// Open the explorer replaying a recorded store call by call, from the first call.
+    Replay(ReplayArgs),
+    /// Write the bundled demo store progressively into a fresh temporary directory, following
+    /// the writer's protocol, and watch it live.
+    Demo(DemoArgs),
+}
+
+/// Arguments of `tokscope replay`.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// Token-store directories (default: the bundled demo store).
+    pub stores: Vec<PathBuf>,
+}
+
+/// Arguments of `tokscope demo`.
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// Seconds per model call (intent to record).
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.2)]
+    pub pace: f64,
 }
 
 /// Arguments of `tokscope build`.

@@ -9,7 +9,7 @@ use tokscope::load::{analyze_all, analyze_in_order, locate};
 use tokscope::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
 
 mod cli;
-use cli::{Cli, Command, Format};
+use cli::{Cli, Command, ExploreArgs, Format};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -38,12 +38,14 @@ fn main() -> ExitCode {
                 }
             })
         }
+        Some(Command::Replay(args)) => {
+            let (stores, explore_args) = with_demo_tokenizer(args.stores, cli.explore);
+            explore(stores, explore_args, Start::Replay).map(|_| ExitCode::SUCCESS)
+        }
+        Some(Command::Demo(args)) => demo(args.pace, cli.explore).map(|_| ExitCode::SUCCESS),
         None => {
-            let demo = cli.stores.is_empty();
-            let tokenizer = cli
-                .tokenizer
-                .or_else(|| demo.then(|| assets().join("tokenizer.json")));
-            explore(stores_or_demo(cli.stores), tokenizer).map(|_| ExitCode::SUCCESS)
+            let (stores, explore_args) = with_demo_tokenizer(cli.stores, cli.explore);
+            explore(stores, explore_args, Start::Explore).map(|_| ExitCode::SUCCESS)
         }
     };
     result.unwrap_or_else(|error| {
@@ -55,27 +57,81 @@ fn main() -> ExitCode {
     })
 }
 
+/// How the explorer starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The stores as they are, followed live.
+    Explore,
+    /// Replaying from the first call.
+    Replay,
+}
+
+/// Default to the demo store, decoded with the bundled tokenizer.
+fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<PathBuf>, ExploreArgs) {
+    if stores.is_empty() && args.tokenizer.is_none() {
+        args.tokenizer = Some(assets().join("tokenizer.json"));
+    }
+    (stores_or_demo(stores), args)
+}
+
 /// Open the explorer; without a terminal (piped output), print the build table instead.
-fn explore(stores: Vec<PathBuf>, tokenizer: Option<PathBuf>) -> anyhow::Result<()> {
+fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         build(&stores, &[], &VerdictOptions::default(), Format::Table)?;
         return Ok(());
     }
+    // Fail early, with one clear line, on a directory that cannot be listed.
+    locate(&stores, &[])?;
     let options = VerdictOptions::default();
-    let analyses = analyze_all(&locate(&stores, &[])?, &options);
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-    let mut app = tokscope::app::App::new(
-        stores,
-        analyses,
-        options,
-        ratatui::layout::Rect::new(0, 0, width, height),
-    );
-    if let Some(path) = tokenizer {
-        app = app.with_tokenizer(tokscope::detok::Detokenizer::load(&path)?);
+    let size = ratatui::layout::Rect::new(0, 0, width, height);
+    let watch_live = start == Start::Explore && !args.no_watch;
+    let mut app = if watch_live {
+        tokscope::app::App::new_live(stores.clone(), options.clone(), size)
+    } else {
+        let analyses = analyze_all(&locate(&stores, &[])?, &options);
+        tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
+    };
+    app.max_mask_fraction = args.max_mask_fraction;
+    if let Some(path) = &args.tokenizer {
+        app = app.with_tokenizer(tokscope::detok::Detokenizer::load(path)?);
     }
-    tokscope::term::run(app)?;
+    if start == Start::Replay {
+        app.start_replay();
+    }
+    let watch = watch_live.then(|| {
+        tokscope::live::watch::watch(
+            stores,
+            tokscope::live::watch::WatchOptions {
+                mode: match args.poll {
+                    Some(ms) => tokscope::live::watch::WatchMode::Poll(
+                        std::time::Duration::from_millis(ms.max(1)),
+                    ),
+                    None => tokscope::live::watch::WatchMode::Events,
+                },
+                verdict: options,
+                ..Default::default()
+            },
+        )
+    });
+    tokscope::term::run(app, watch)?;
     Ok(())
+}
+
+/// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.
+fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("tokscope-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let writer = tokscope::live::demo::start(&assets().join("demo-store"), &dir, pace)?;
+    if args.tokenizer.is_none() {
+        args.tokenizer = Some(assets().join("tokenizer.json"));
+    }
+    args.no_watch = false;
+    let result = explore(vec![dir.clone()], args, Start::Explore);
+    drop(writer);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }
 
 /// The bundled assets (demo store, tokenizer), next to the sources.

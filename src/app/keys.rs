@@ -67,6 +67,22 @@ pub enum Action {
     ExportReport,
     /// Write the rebuilt response to a file.
     ExportResponse,
+    /// Live: pause / resume the view. Replay: play / pause.
+    Pause,
+    /// Enter or leave replay.
+    ToggleReplay,
+    /// Replay: one call back.
+    StepBack,
+    /// Replay: one call forward.
+    StepForward,
+    /// Replay: play at 1×.
+    Speed1,
+    /// Replay: play at 10×.
+    Speed10,
+    /// Replay: play at 100×.
+    Speed100,
+    /// Replay: jump to a call number, a time offset or a call id.
+    Jump,
 }
 
 /// Where a binding applies.
@@ -80,6 +96,8 @@ pub enum Scope {
     Tree,
     /// Token provenance.
     Tokens,
+    /// Live monitoring and replay.
+    Live,
 }
 
 /// One binding.

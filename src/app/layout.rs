@@ -5,8 +5,10 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 /// The rectangles of every pane for a terminal size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Areas {
-    /// Store-wide counts, one line.
+    /// Store-wide counts and the mode badge, one line.
     pub header: Rect,
+    /// Health strip, one line.
+    pub health: Rect,
     /// Rollout list.
     pub list: Rect,
     /// Chain tree.
@@ -28,15 +30,17 @@ pub fn areas(area: Rect) -> Areas {
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(1),
+            Constraint::Length(1),
             Constraint::Min(4),
             Constraint::Length(1),
         ])
         .split(area);
+    let (header, health, body, status) = (rows[0], rows[1], rows[2], rows[3]);
     if area.width < NARROW {
         let body = Layout::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Percentage(32), Constraint::Percentage(68)])
-            .split(rows[1]);
+            .split(body);
         let lower = Layout::default()
             .direction(Direction::Horizontal)
             .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
@@ -46,18 +50,19 @@ pub fn areas(area: Rect) -> Areas {
             .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
             .split(lower[1]);
         return Areas {
-            header: rows[0],
+            header,
+            health,
             list: body[0],
             tree: lower[0],
             tokens: right[0],
             detail: right[1],
-            status: rows[2],
+            status,
         };
     }
     let columns = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(42), Constraint::Percentage(58)])
-        .split(rows[1]);
+        .split(body);
     let left = Layout::default()
         .direction(Direction::Vertical)
         .constraints([Constraint::Percentage(40), Constraint::Percentage(60)])
@@ -67,12 +72,13 @@ pub fn areas(area: Rect) -> Areas {
         .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
         .split(columns[1]);
     Areas {
-        header: rows[0],
+        header,
+        health,
         list: left[0],
         tree: left[1],
         tokens: right[0],
         detail: right[1],
-        status: rows[2],
+        status,
     }
 }
 

@@ -1,11 +1,13 @@
 //! Application state and `update(message)`: no drawing, no terminal, fully testable.
 
+pub mod health;
 pub mod keys;
 pub mod layout;
 pub mod view;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
@@ -13,9 +15,12 @@ use ratatui::layout::{Position, Rect};
 use crate::build::divergence::{Divergence, divergence};
 use crate::build::{Origin, Provenance, RecordFate, provenance};
 use crate::gaps::Gap;
+use crate::live::StoreEvent;
+use crate::live::replay::Replay;
 use crate::store::layout::natural_cmp;
 use crate::ui::strings;
 use crate::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions, analyze};
+use health::Health;
 use keys::{Action, action_for};
 use layout::{Areas, areas, inner_rows, token_rows, tokens_per_row};
 use view::{TreeFacts, TreeRow, tree_rows};
@@ -79,6 +84,8 @@ pub enum Mode {
     Normal,
     /// Typing the list filter.
     Filter,
+    /// Typing where to jump in the replay.
+    Jump(String),
     /// Typing an export file name.
     Export {
         /// Report or rebuilt response.
@@ -156,6 +163,8 @@ pub struct RolloutView {
     pub gaps: Vec<Gap>,
     /// Selected gap.
     pub gap_selected: usize,
+    /// Records the rollout had before its last change, and when: newer calls are highlighted.
+    pub new_records: Option<(usize, Instant)>,
 }
 
 /// The whole application state.
@@ -190,9 +199,50 @@ pub struct App {
     pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
     /// Show decoded text (instead of ids) in the token cells.
     pub show_text: bool,
-    /// Store-wide counts, kept up to date with `analyses`.
-    pub totals: Totals,
+    /// Store-wide health, kept up to date with `analyses`.
+    pub health: Health,
+    /// Raise an alarm when the masked fraction of frozen rollouts exceeds this.
+    pub max_mask_fraction: Option<f64>,
+    /// Following a store as it is written.
+    pub live: Option<LiveState>,
+    /// Replaying the store call by call.
+    pub replay: Option<ReplayState>,
+    /// Rollouts that changed recently (index into `analyses`), for a brief highlight.
+    pub recent: HashMap<usize, Instant>,
+    /// When each in-flight call was first seen (rollout index, call id).
+    pub in_flight_since: HashMap<(usize, String), Instant>,
+    /// The clock of the last tick (drives highlights and replay play).
+    pub now: Instant,
 }
+
+/// Live monitoring state.
+#[derive(Debug, Default)]
+pub struct LiveState {
+    /// The view is paused; changes wait in `pending`.
+    pub paused: bool,
+    /// Changes received while paused.
+    pub pending: Vec<StoreEvent>,
+    /// The initial scan is complete.
+    pub ready: bool,
+}
+
+/// Replay state.
+#[derive(Debug)]
+pub struct ReplayState {
+    /// The timeline.
+    pub replay: Replay,
+    /// The analyses as they were before replay started.
+    pub original: Vec<Analysis>,
+    /// Playing at this speed (1, 10, 100), or paused.
+    pub playing: Option<f64>,
+    /// Speed used by the next play.
+    pub speed: f64,
+    /// Wall clock and store time when play started.
+    pub anchor: Option<(Instant, f64)>,
+}
+
+/// How long a changed rollout stays highlighted.
+pub const HIGHLIGHT: Duration = Duration::from_secs(2);
 
 /// Something that happened.
 #[derive(Clone, Debug)]
@@ -237,9 +287,15 @@ impl App {
             quit: false,
             detok: None,
             show_text: false,
-            totals: Totals::default(),
+            health: Health::default(),
+            max_mask_fraction: None,
+            live: None,
+            replay: None,
+            recent: HashMap::new(),
+            in_flight_since: HashMap::new(),
+            now: Instant::now(),
         };
-        app.totals = Totals::of(&app.analyses);
+        app.health = Health::of(&app.analyses);
         app.refresh_rows();
         app.open_selected();
         app
@@ -303,6 +359,22 @@ impl App {
                 self.refresh_rows();
                 self.open_selected();
             }
+            Mode::Jump(mut text) => match key.code {
+                KeyCode::Enter => {
+                    self.mode = Mode::Normal;
+                    self.jump(&text);
+                }
+                KeyCode::Esc => self.mode = Mode::Normal,
+                KeyCode::Backspace => {
+                    text.pop();
+                    self.mode = Mode::Jump(text);
+                }
+                KeyCode::Char(c) => {
+                    text.push(c);
+                    self.mode = Mode::Jump(text);
+                }
+                _ => {}
+            },
             Mode::Export { what, mut path } => match key.code {
                 KeyCode::Enter => {
                     self.mode = Mode::Normal;
@@ -424,6 +496,20 @@ impl App {
                     self.message = Some(strings::WHAT_IF_CLEARED.into());
                 }
             }
+            Action::Pause => self.pause_or_play(),
+            Action::ToggleReplay => self.toggle_replay(),
+            Action::StepBack => self.replay_step(-1),
+            Action::StepForward => self.replay_step(1),
+            Action::Speed1 => self.replay_play(1.0),
+            Action::Speed10 => self.replay_play(10.0),
+            Action::Speed100 => self.replay_play(100.0),
+            Action::Jump => {
+                if self.replay.is_some() {
+                    self.mode = Mode::Jump(String::new());
+                } else {
+                    self.message = Some(strings::REPLAY_ONLY.into());
+                }
+            }
             Action::ExportReport | Action::ExportResponse => {
                 if let Some(analysis) = self.shown() {
                     let what = if action == Action::ExportReport {
@@ -527,7 +613,8 @@ impl App {
         let mut rows: Vec<usize> = (0..self.analyses.len())
             .filter(|&i| {
                 let a = &self.analyses[i];
-                (!self.list.masked_only || a.mask_sample)
+                (self.replay.is_none() || a.lifecycle != Lifecycle::Cleared)
+                    && (!self.list.masked_only || a.mask_sample)
                     && self
                         .list
                         .reason
@@ -586,6 +673,7 @@ impl App {
             inspector_scroll: 0,
             gaps: Vec::new(),
             gap_selected: 0,
+            new_records: None,
         });
         self.rebuild_view();
     }
@@ -884,6 +972,315 @@ impl App {
         self.what_if(options);
     }
 
+    /// A live app: no rollouts yet; they arrive through [`App::apply`].
+    pub fn new_live(stores: Vec<PathBuf>, options: VerdictOptions, size: Rect) -> App {
+        let mut app = App::new(stores, Vec::new(), options, size);
+        app.live = Some(LiveState::default());
+        app
+    }
+
+    /// Take in changes from the watcher (queued while paused or replaying).
+    pub fn apply(&mut self, events: Vec<StoreEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let hold = self.replay.is_some() || self.live.as_ref().is_some_and(|l| l.paused);
+        if hold {
+            if let Some(live) = &mut self.live {
+                live.pending.extend(events);
+            }
+            return;
+        }
+        let open = self.view.as_ref().map(|v| v.index);
+        let mut open_changed = None;
+        for event in events {
+            match event {
+                StoreEvent::Updated(analysis) => {
+                    let index = match self
+                        .analyses
+                        .iter()
+                        .position(|a| a.capture.location == analysis.capture.location)
+                    {
+                        Some(index) => {
+                            if Some(index) == open {
+                                open_changed
+                                    .get_or_insert(self.analyses[index].capture.records.len());
+                            }
+                            self.analyses[index] = *analysis;
+                            index
+                        }
+                        None => {
+                            self.analyses.push(*analysis);
+                            self.analyses.len() - 1
+                        }
+                    };
+                    self.recent.insert(index, self.now);
+                    let a = &self.analyses[index];
+                    let open_intents: Vec<String> = if a.lifecycle == Lifecycle::Live {
+                        a.capture
+                            .open_intents()
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    self.in_flight_since
+                        .retain(|(i, call), _| *i != index || open_intents.contains(call));
+                    for call in open_intents {
+                        self.in_flight_since
+                            .entry((index, call))
+                            .or_insert(self.now);
+                    }
+                }
+                StoreEvent::Error(error) => self.message = Some(error),
+                StoreEvent::Ready => {
+                    if let Some(live) = &mut self.live {
+                        live.ready = true;
+                    }
+                }
+            }
+        }
+        self.health = Health::of(&self.analyses);
+        self.refresh_rows();
+        if self.view.is_none() {
+            self.open_selected();
+        } else if let Some(before) = open_changed {
+            self.refresh_open_view(before);
+        } else {
+            // The selection follows its rollout; open it if the selected row moved.
+            self.open_selected();
+        }
+    }
+
+    /// Rebuild the open view after its rollout changed, keeping the selection, the chain and
+    /// the token cursor where they were.
+    fn refresh_open_view(&mut self, records_before: usize) {
+        let Some(analysis) = self.shown() else { return };
+        let records = &analysis.capture.records;
+        let selected_call = self
+            .selected_record()
+            .and_then(|r| records.get(r))
+            .map(|r| r.model_call_id.clone());
+        let view = self.view.as_ref().unwrap();
+        let chain_name = view.chain.and_then(|c| {
+            analysis
+                .build
+                .as_ref()
+                .map(|b| b.chains[c].chain_id.clone())
+        });
+        let (cursor, scroll, gap, tree_row) = (
+            view.cursor,
+            view.inspector_scroll,
+            view.gap_selected,
+            view.tree_selected,
+        );
+        let view = self.view.as_mut().unwrap();
+        view.what_if = None;
+        view.new_records = Some((records_before, self.now));
+        let focus = self.focus;
+        self.rebuild_view();
+        let view = self.view.as_mut().unwrap();
+        view.inspector_scroll = scroll;
+        view.gap_selected = gap.min(view.gaps.len().saturating_sub(1));
+        view.tree_selected = tree_row.min(view.rows.len().saturating_sub(1));
+        if let Some(call) = selected_call {
+            self.select_call(&call);
+            self.focus = focus;
+        }
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        let analysis = shown_of(&self.analyses, &view.what_if, view.index);
+        if let (Some(build), Some(name)) = (&analysis.build, chain_name)
+            && let Some(chain) = build.chains.iter().position(|c| c.chain_id == name)
+        {
+            view.chain = Some(chain);
+            view.provenance = Some(provenance(build, &build.chains[chain]));
+        }
+        let len = view.provenance.as_ref().map_or(0, |p| p.tokens.len());
+        view.cursor = cursor.min(len.saturating_sub(1));
+        self.message = None;
+    }
+
+    /// Advance the clock: replay play, highlight expiry. Returns whether anything changed.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        self.now = now;
+        let before = self.recent.len();
+        self.recent
+            .retain(|_, at| now.duration_since(*at) < HIGHLIGHT);
+        let mut changed = before != self.recent.len();
+        if let Some(replay) = &mut self.replay
+            && let (Some(speed), Some((wall, store))) = (replay.playing, replay.anchor)
+        {
+            let target = store + now.duration_since(wall).as_secs_f64() * speed;
+            let next = replay
+                .replay
+                .moments()
+                .get(replay.replay.position())
+                .map(|m| m.time);
+            if next.is_some_and(|t| t <= target) {
+                let rollouts = replay.replay.seek_time(target);
+                self.after_seek(&rollouts);
+                changed = true;
+            }
+            let replay = self.replay.as_mut().unwrap();
+            if replay.replay.position() >= replay.replay.len() {
+                replay.playing = None;
+                replay.anchor = None;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn pause_or_play(&mut self) {
+        if let Some(replay) = &mut self.replay {
+            if replay.playing.is_some() {
+                replay.playing = None;
+                replay.anchor = None;
+            } else {
+                let speed = replay.speed;
+                self.replay_play(speed);
+            }
+            return;
+        }
+        let Some(live) = &mut self.live else {
+            self.message = Some(strings::LIVE_ONLY.into());
+            return;
+        };
+        live.paused = !live.paused;
+        if !live.paused {
+            let pending = std::mem::take(&mut live.pending);
+            self.apply(pending);
+        }
+    }
+
+    fn toggle_replay(&mut self) {
+        if let Some(replay) = self.replay.take() {
+            self.analyses = replay.original;
+            self.after_replay_change();
+            // Catch up with what the watcher sent meanwhile.
+            if let Some(live) = &mut self.live {
+                let pending = std::mem::take(&mut live.pending);
+                self.apply(pending);
+            }
+            self.message = Some(strings::REPLAY_OFF.into());
+            return;
+        }
+        let captures = self.analyses.iter().map(|a| a.capture.clone()).collect();
+        let mut replay = Replay::new(captures, self.options.clone());
+        // Start at the present: step back from here.
+        let end = replay.len();
+        replay.seek(end);
+        self.replay = Some(ReplayState {
+            replay,
+            original: self.analyses.clone(),
+            playing: None,
+            speed: 10.0,
+            anchor: None,
+        });
+        self.message = Some(strings::REPLAY_ON.into());
+    }
+
+    /// Start replay at the first call (for `tokscope replay`).
+    pub fn start_replay(&mut self) {
+        self.toggle_replay();
+        if let Some(replay) = &mut self.replay {
+            let rollouts = replay.replay.seek(1);
+            self.after_seek(&rollouts);
+        }
+    }
+
+    fn replay_step(&mut self, delta: isize) {
+        let Some(replay) = &mut self.replay else {
+            self.message = Some(strings::REPLAY_ONLY.into());
+            return;
+        };
+        replay.playing = None;
+        replay.anchor = None;
+        let position = (replay.replay.position() as isize + delta).max(0) as usize;
+        let rollouts = replay.replay.seek(position);
+        self.after_seek(&rollouts);
+    }
+
+    fn replay_play(&mut self, speed: f64) {
+        let Some(replay) = &mut self.replay else {
+            self.message = Some(strings::REPLAY_ONLY.into());
+            return;
+        };
+        if replay.replay.position() >= replay.replay.len() {
+            let rollouts = replay.replay.seek(0);
+            self.after_seek(&rollouts);
+        }
+        let replay = self.replay.as_mut().unwrap();
+        let time = replay
+            .replay
+            .time()
+            .or(replay.replay.start())
+            .unwrap_or(0.0);
+        replay.speed = speed;
+        replay.playing = Some(speed);
+        replay.anchor = Some((self.now, time));
+    }
+
+    /// Jump to `target`: a call number, `+seconds` after the first call, or a call id.
+    fn jump(&mut self, target: &str) {
+        let Some(replay) = &mut self.replay else {
+            return;
+        };
+        let target = target.trim();
+        let rollouts =
+            if let Some(offset) = target.strip_prefix('+').and_then(|t| t.parse::<f64>().ok()) {
+                let start = replay.replay.start().unwrap_or(0.0);
+                replay.replay.seek_time(start + offset)
+            } else if let Ok(position) = target.parse::<usize>() {
+                replay.replay.seek(position)
+            } else if let Some(position) = replay.replay.position_of_call(target) {
+                replay.replay.seek(position)
+            } else {
+                self.message = Some(strings::no_such_call(target));
+                return;
+            };
+        self.after_seek(&rollouts);
+    }
+
+    /// Rebuild the rollouts a replay step changed.
+    fn after_seek(&mut self, rollouts: &[usize]) {
+        let Some(replay) = &self.replay else { return };
+        let open = self.view.as_ref().map(|v| v.index);
+        let mut open_before = None;
+        for &rollout in rollouts {
+            if Some(rollout) == open {
+                open_before = Some(self.analyses[rollout].capture.records.len());
+            }
+            self.analyses[rollout] = replay.replay.analysis_at(rollout);
+            self.recent.insert(rollout, self.now);
+        }
+        self.health = Health::of(&self.analyses);
+        self.refresh_rows();
+        match open_before {
+            Some(before) if self.view.as_ref().is_some_and(|v| Some(v.index) == open) => {
+                self.refresh_open_view(before)
+            }
+            _ => self.open_selected(),
+        }
+    }
+
+    fn after_replay_change(&mut self) {
+        self.health = Health::of(&self.analyses);
+        self.refresh_rows();
+        if let Some(view) = &mut self.view {
+            view.what_if = None;
+        }
+        let keep = self.view.as_ref().map(|v| v.index);
+        self.view = None;
+        self.open_selected();
+        if keep.is_some() && self.view.is_none() {
+            self.open_selected();
+        }
+    }
+
     /// Write the shown rollout's report or rebuilt response to `path`.
     pub fn export(&self, what: ExportKind, path: &Path) -> Result<PathBuf, String> {
         let analysis = self.shown().ok_or("no rollout selected")?;
@@ -986,29 +1383,6 @@ impl App {
     }
 }
 
-impl Totals {
-    /// Count over every rollout.
-    pub fn of(analyses: &[Analysis]) -> Totals {
-        let mut totals = Totals::default();
-        for a in analyses {
-            totals.rollouts += 1;
-            totals.masked += usize::from(a.mask_sample);
-            totals.live += usize::from(a.lifecycle == Lifecycle::Live);
-            totals.calls += a.capture.records.len();
-            totals.in_flight += if a.lifecycle == Lifecycle::Live {
-                a.capture.open_intents().len()
-            } else {
-                0
-            };
-            if let Some(build) = &a.build {
-                totals.tokens_captured += build.notes.generated_tokens_captured;
-                totals.tokens_delivered += build.notes.generated_tokens_delivered;
-            }
-        }
-        totals
-    }
-}
-
 /// The analysis a view shows. A free function over the fields it needs, so callers can keep
 /// it borrowed while they update the view's other fields (no copy of the build per key).
 fn shown_of<'a>(
@@ -1020,25 +1394,6 @@ fn shown_of<'a>(
         Some(what_if) => &what_if.analysis,
         None => &analyses[index],
     }
-}
-
-/// Store-wide counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Rollouts.
-    pub rollouts: usize,
-    /// Rollouts masked (or that would be if frozen now).
-    pub masked: usize,
-    /// Rollouts still live.
-    pub live: usize,
-    /// Records.
-    pub calls: usize,
-    /// Calls in flight.
-    pub in_flight: usize,
-    /// Generated tokens captured.
-    pub tokens_captured: usize,
-    /// Generated tokens delivered.
-    pub tokens_delivered: usize,
 }
 
 /// First visible row so that `selected` is on screen in a window of `height` rows.

@@ -26,6 +26,9 @@ enum Step {
     Finish { rollout: usize },
 }
 
+/// A write and when it happens (seconds after the start).
+type Timed = (f64, Step);
+
 /// What to write for one rollout.
 #[derive(Clone, Debug)]
 struct Source {
@@ -62,7 +65,9 @@ impl DemoWriter {
     /// Wait until every write is done.
     pub fn join(mut self) -> std::io::Result<()> {
         match self.thread.take() {
-            Some(thread) => thread.join().unwrap_or_else(|_| Err(std::io::Error::other("demo writer panicked"))),
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("demo writer panicked"))),
             None => Ok(()),
         }
     }
@@ -87,7 +92,7 @@ pub fn start(source: &Path, target: &Path, seconds_per_call: f64) -> std::io::Re
 }
 
 /// The writes and when (seconds after the start) they happen.
-fn schedule(source: &Path, seconds_per_call: f64) -> std::io::Result<(Vec<Source>, Vec<(f64, Step)>)> {
+fn schedule(source: &Path, seconds_per_call: f64) -> std::io::Result<(Vec<Source>, Vec<Timed>)> {
     let mut sources = Vec::new();
     let mut steps = Vec::new();
     let mut locations = discover(source).map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -95,27 +100,52 @@ fn schedule(source: &Path, seconds_per_call: f64) -> std::io::Result<(Vec<Source
     for (index, location) in locations.iter().enumerate() {
         let capture = read_capture(location);
         let data = std::fs::read(location.path(FileKind::Records)).unwrap_or_default();
-        let lines: Vec<&[u8]> = data.split(|b| *b == b'\n').collect();
+        // Every acknowledged line as written, refused or not: the copy must read the same.
+        let complete = data.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
         let start = index as f64 * seconds_per_call * 0.6;
         let mut at = start;
         let mut recorded = Vec::new();
-        for (record, position) in capture.records.iter().zip(&capture.record_lines) {
-            let line = lines[position.line - 1].to_vec();
-            steps.push((at, Step::Intent { rollout: index, call: record.model_call_id.clone() }));
+        for line in data[..complete]
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+        {
+            let call = serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| {
+                    v.get("model_call_id")
+                        .and_then(|c| c.as_str())
+                        .map(str::to_owned)
+                });
+            if let Some(call) = &call {
+                steps.push((
+                    at,
+                    Step::Intent {
+                        rollout: index,
+                        call: call.clone(),
+                    },
+                ));
+                recorded.push(call.clone());
+            }
             at += seconds_per_call * 0.7;
-            steps.push((at, Step::Record { rollout: index, line }));
+            steps.push((
+                at,
+                Step::Record {
+                    rollout: index,
+                    line: line.to_vec(),
+                },
+            ));
             at += seconds_per_call * 0.3;
-            recorded.push(record.model_call_id.clone());
         }
         steps.push((at, Step::Finish { rollout: index }));
-        let torn = if data.last().is_some_and(|b| *b != b'\n') {
-            data[data.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)..].to_vec()
-        } else {
-            Vec::new()
-        };
+        let torn = data[complete..].to_vec();
         sources.push(Source {
             id: location.id.clone(),
-            dangling: capture.intents.iter().filter(|i| !recorded.contains(i)).cloned().collect(),
+            dangling: capture
+                .intents
+                .iter()
+                .filter(|i| !recorded.contains(i))
+                .cloned()
+                .collect(),
             torn,
             incomplete: capture.state.incomplete,
             frozen: capture.state.frozen,
@@ -126,7 +156,10 @@ fn schedule(source: &Path, seconds_per_call: f64) -> std::io::Result<(Vec<Source
 }
 
 fn append_synced(path: &Path, bytes: &[u8]) -> std::io::Result<u64> {
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
     file.write_all(bytes)?;
     file.sync_data()?;
     Ok(file.metadata()?.len())
@@ -139,7 +172,12 @@ fn write_state(dir: &Path, id: &str, state: &serde_json::Value) -> std::io::Resu
     std::fs::rename(&temporary, dir.join(format!("{id}.tokens.state.json")))
 }
 
-fn write_all(dir: &Path, sources: &[Source], steps: Vec<(f64, Step)>, stop: &AtomicBool) -> std::io::Result<()> {
+fn write_all(
+    dir: &Path,
+    sources: &[Source],
+    steps: Vec<(f64, Step)>,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     let started = Instant::now();
     let mut versions = vec![0u64; sources.len()];
     let location = |rollout: usize| RolloutLocation {
@@ -156,7 +194,10 @@ fn write_all(dir: &Path, sources: &[Source], steps: Vec<(f64, Step)>, stop: &Ato
         }
         match step {
             Step::Intent { rollout, call } => {
-                append_synced(&location(rollout).path(FileKind::Intents), format!("{call}\n").as_bytes())?;
+                append_synced(
+                    &location(rollout).path(FileKind::Intents),
+                    format!("{call}\n").as_bytes(),
+                )?;
             }
             Step::Record { rollout, line } => {
                 let mut bytes = line;
@@ -171,9 +212,13 @@ fn write_all(dir: &Path, sources: &[Source], steps: Vec<(f64, Step)>, stop: &Ato
                 let source = &sources[rollout];
                 let place = location(rollout);
                 // The index covers acknowledged lines only, never a torn tail.
-                let acknowledged = std::fs::metadata(place.path(FileKind::Records)).map_or(0, |m| m.len());
+                let acknowledged =
+                    std::fs::metadata(place.path(FileKind::Records)).map_or(0, |m| m.len());
                 for call in &source.dangling {
-                    append_synced(&place.path(FileKind::Intents), format!("{call}\n").as_bytes())?;
+                    append_synced(
+                        &place.path(FileKind::Intents),
+                        format!("{call}\n").as_bytes(),
+                    )?;
                 }
                 if !source.torn.is_empty() {
                     append_synced(&place.path(FileKind::Records), &source.torn)?;
@@ -206,16 +251,41 @@ mod tests {
         let writer = start(&source, target.path(), 0.0).unwrap();
         writer.join().unwrap();
         let options = crate::verdict::VerdictOptions::default();
-        let report = |dir: &Path| -> Vec<(String, bool, usize)> {
-            crate::load::analyze_all(&crate::load::locate(&[dir.to_path_buf()], &[]).unwrap(), &options)
-                .iter()
-                .map(|a| (a.rollout_id().to_owned(), a.mask_sample, a.capture.records.len()))
-                .collect()
+        let report = |dir: &Path| -> Vec<serde_json::Value> {
+            crate::load::analyze_all(
+                &crate::load::locate(&[dir.to_path_buf()], &[]).unwrap(),
+                &options,
+            )
+            .iter()
+            .map(|a| serde_json::to_value(a.report()).unwrap())
+            .collect()
         };
-        assert_eq!(report(target.path()), report(&source));
+        let (copy, original) = (report(target.path()), report(&source));
+        assert_eq!(copy.len(), original.len());
+        for (a, b) in copy.iter().zip(&original) {
+            let differing: Vec<&String> = b
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| a[k.as_str()] != b[k.as_str()])
+                .collect();
+            assert!(
+                differing.is_empty(),
+                "{}: {differing:?} {} vs {}",
+                b["rollout_id"],
+                a["read_issues"],
+                b["read_issues"]
+            );
+        }
         let leftovers = std::fs::read_dir(target.path())
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tokens-state-"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".tokens-state-")
+            })
             .count();
         assert_eq!(leftovers, 0, "temporary state files are renamed into place");
     }

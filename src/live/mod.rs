@@ -59,7 +59,9 @@ impl LiveRollout {
                 Ok(Change::None) => {}
                 Ok(change) => {
                     changed = true;
-                    if kind == FileKind::Records && matches!(change, Change::Reread | Change::Removed) {
+                    if kind == FileKind::Records
+                        && matches!(change, Change::Reread | Change::Removed)
+                    {
                         // Earlier lines may have changed: forget their parses.
                         self.cache.clear();
                     }
@@ -77,7 +79,11 @@ impl LiveRollout {
     }
 
     /// The analysis of the bytes known now.
-    pub fn analyze(&mut self, options: &VerdictOptions, io_issues: Vec<crate::store::ReadIssue>) -> Analysis {
+    pub fn analyze(
+        &mut self,
+        options: &VerdictOptions,
+        io_issues: Vec<crate::store::ReadIssue>,
+    ) -> Analysis {
         let bytes = FileBytes {
             state: self.state.bytes(),
             records: self.records.bytes(),
@@ -177,10 +183,17 @@ impl LiveStore {
 
     /// Bytes read from records files so far (to show that only new bytes are read).
     pub fn records_bytes_read(&self) -> u64 {
-        self.rollouts.values().map(LiveRollout::records_bytes_read).sum()
+        self.rollouts
+            .values()
+            .map(LiveRollout::records_bytes_read)
+            .sum()
     }
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
-    a == b || a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(x, y)| x == y)
+    a == b
+        || a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(x, y)| x == y)
 }

@@ -33,11 +33,15 @@ impl Replay {
             .iter()
             .enumerate()
             .flat_map(|(rollout, capture)| {
-                capture.records.iter().enumerate().map(move |(record, r)| Moment {
-                    time: r.created_at,
-                    rollout,
-                    record,
-                })
+                capture
+                    .records
+                    .iter()
+                    .enumerate()
+                    .map(move |(record, r)| Moment {
+                        time: r.created_at,
+                        rollout,
+                        record,
+                    })
             })
             .collect();
         moments.sort_by(|a, b| {
@@ -46,7 +50,8 @@ impl Replay {
                 .then(a.rollout.cmp(&b.rollout))
                 .then(a.record.cmp(&b.record))
         });
-        let mut position_of: Vec<Vec<usize>> = captures.iter().map(|c| vec![0; c.records.len()]).collect();
+        let mut position_of: Vec<Vec<usize>> =
+            captures.iter().map(|c| vec![0; c.records.len()]).collect();
         for (position, moment) in moments.iter().enumerate() {
             position_of[moment.rollout][moment.record] = position;
         }
@@ -123,7 +128,9 @@ impl Replay {
     pub fn capture_at(&self, rollout: usize) -> Capture {
         let full = &self.captures[rollout];
         let positions = &self.position_of[rollout];
-        let applied: Vec<usize> = (0..full.records.len()).filter(|&r| positions[r] < self.position).collect();
+        let applied: Vec<usize> = (0..full.records.len())
+            .filter(|&r| positions[r] < self.position)
+            .collect();
         if applied.len() == full.records.len() && self.position > 0 {
             return full.clone();
         }
@@ -142,9 +149,17 @@ impl Replay {
             .filter(|&r| positions[r] >= self.position)
             .min_by_key(|&r| positions[r])
             .filter(|_| !applied.is_empty());
-        let mut calls: Vec<&str> = applied.iter().map(|&r| full.records[r].model_call_id.as_str()).collect();
+        let mut calls: Vec<&str> = applied
+            .iter()
+            .map(|&r| full.records[r].model_call_id.as_str())
+            .collect();
         calls.extend(next.map(|r| full.records[r].model_call_id.as_str()));
-        capture.intents = full.intents.iter().filter(|i| calls.contains(&i.as_str())).cloned().collect();
+        capture.intents = full
+            .intents
+            .iter()
+            .filter(|i| calls.contains(&i.as_str()))
+            .cloned()
+            .collect();
         capture.files_present = !applied.is_empty();
         capture
     }
@@ -182,14 +197,22 @@ mod tests {
         b.write(dir.path()).unwrap();
         let locations = crate::load::locate(&[dir.path().to_path_buf()], &[]).unwrap();
         let captures: Vec<Capture> = locations.iter().map(crate::store::read_capture).collect();
-        let cold: Vec<Analysis> = captures.iter().cloned().map(|c| analyze(c, &VerdictOptions::default())).collect();
+        let cold: Vec<Analysis> = captures
+            .iter()
+            .cloned()
+            .map(|c| analyze(c, &VerdictOptions::default()))
+            .collect();
         let mut replay = Replay::new(captures, VerdictOptions::default());
         assert_eq!(replay.len(), 3);
         assert_eq!(replay.seek(1), vec![0]);
         let first = replay.analysis_at(0);
         assert_eq!(first.capture.records.len(), 1);
         assert_eq!(first.lifecycle, crate::verdict::Lifecycle::Live);
-        assert_eq!(first.capture.open_intents(), vec!["a2"], "the next call is in flight");
+        assert_eq!(
+            first.capture.open_intents(),
+            vec!["a2"],
+            "the next call is in flight"
+        );
         assert_eq!(replay.analysis_at(1).capture.records.len(), 0);
         assert_eq!(replay.seek(2), vec![1]);
         assert_eq!(replay.seek_time(10.0), vec![0]);

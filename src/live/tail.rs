@@ -58,7 +58,11 @@ impl FileTail {
             let existed = self.data.take().is_some();
             self.identity = None;
             self.modified = None;
-            return Ok(if existed { Change::Removed } else { Change::None });
+            return Ok(if existed {
+                Change::Removed
+            } else {
+                Change::None
+            });
         };
         let meta = file.metadata()?;
         let identity = (meta.dev(), meta.ino());
@@ -75,7 +79,11 @@ impl FileTail {
             let read = file.take(len - known).read_to_end(data)? as u64;
             self.bytes_read += read;
             self.modified = modified;
-            return Ok(if read > 0 { Change::Appended } else { Change::None });
+            return Ok(if read > 0 {
+                Change::Appended
+            } else {
+                Change::None
+            });
         }
         // New, truncated, replaced or rewritten in place: read it whole.
         let mut data = Vec::with_capacity(len as usize);
@@ -85,7 +93,11 @@ impl FileTail {
         self.data = Some(data);
         self.identity = Some(identity);
         self.modified = modified;
-        Ok(if unchanged { Change::None } else { Change::Reread })
+        Ok(if unchanged {
+            Change::None
+        } else {
+            Change::Reread
+        })
     }
 }
 
@@ -102,7 +114,10 @@ mod tests {
         assert_eq!(tail.refresh().unwrap(), Change::None);
         std::fs::write(&path, b"one\n").unwrap();
         assert_eq!(tail.refresh().unwrap(), Change::Reread);
-        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         file.write_all(b"two\n").unwrap();
         assert_eq!(tail.refresh().unwrap(), Change::Appended);
         assert_eq!(tail.bytes(), Some(&b"one\ntwo\n"[..]));

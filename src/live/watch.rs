@@ -76,7 +76,10 @@ pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
     }
 }
 
-fn send_all(sender: &Sender<StoreEvent>, result: Result<Vec<crate::verdict::Analysis>, crate::store::StoreDirError>) -> bool {
+fn send_all(
+    sender: &Sender<StoreEvent>,
+    result: Result<Vec<crate::verdict::Analysis>, crate::store::StoreDirError>,
+) -> bool {
     match result {
         Ok(changes) => changes
             .into_iter()
@@ -85,7 +88,12 @@ fn send_all(sender: &Sender<StoreEvent>, result: Result<Vec<crate::verdict::Anal
     }
 }
 
-fn run(dirs: Vec<PathBuf>, options: WatchOptions, sender: Sender<StoreEvent>, stop: Arc<AtomicBool>) {
+fn run(
+    dirs: Vec<PathBuf>,
+    options: WatchOptions,
+    sender: Sender<StoreEvent>,
+    stop: Arc<AtomicBool>,
+) {
     let mut store = LiveStore::new(dirs.clone(), options.verdict.clone());
     // Subscribe before the first scan, so nothing written during it is missed.
     let (fs_sender, fs_events) = mpsc::channel::<notify::Result<notify::Event>>();
@@ -106,7 +114,10 @@ fn run(dirs: Vec<PathBuf>, options: WatchOptions, sender: Sender<StoreEvent>, st
     if let Some(watcher) = watcher.as_mut() {
         for dir in &dirs {
             if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                let _ = sender.send(StoreEvent::Error(format!("{}: cannot watch ({error})", dir.display())));
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "{}: cannot watch ({error})",
+                    dir.display()
+                )));
             }
         }
     }
@@ -143,7 +154,9 @@ fn run(dirs: Vec<PathBuf>, options: WatchOptions, sender: Sender<StoreEvent>, st
                 for event in batch {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
-                        Ok(event) => dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p))),
+                        Ok(event) => {
+                            dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)))
+                        }
                         Err(_) => rescan = true,
                     }
                 }
@@ -151,7 +164,9 @@ fn run(dirs: Vec<PathBuf>, options: WatchOptions, sender: Sender<StoreEvent>, st
                     send_all(&sender, store.rescan())
                 } else {
                     dirty.iter().all(|location| match store.refresh(location) {
-                        Some(analysis) => sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok(),
+                        Some(analysis) => {
+                            sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok()
+                        }
                         None => true,
                     })
                 };

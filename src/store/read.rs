@@ -173,13 +173,20 @@ pub struct FileBytes<'a> {
 impl FileBytes<'_> {
     /// Whether any of the rollout's files exists.
     pub fn any(&self) -> bool {
-        self.state.is_some() || self.records.is_some() || self.intents.is_some() || self.sentinel.is_some()
+        self.state.is_some()
+            || self.records.is_some()
+            || self.intents.is_some()
+            || self.sentinel.is_some()
     }
 }
 
 /// Read one rollout. Never fails: problems become [`ReadIssue`]s.
 pub fn read_capture(location: &RolloutLocation) -> Capture {
-    capture_from(location, read_bytes(location).view(), &mut LineCache::default())
+    capture_from(
+        location,
+        read_bytes(location).view(),
+        &mut LineCache::default(),
+    )
 }
 
 /// Read the bytes of every file of a rollout.
@@ -187,7 +194,12 @@ pub fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
     let mut bytes = RolloutBytes::default();
     // State first: the records file then holds at least what the state's index covers, even
     // next to a running writer.
-    for kind in [FileKind::State, FileKind::Intents, FileKind::Records, FileKind::Incomplete] {
+    for kind in [
+        FileKind::State,
+        FileKind::Intents,
+        FileKind::Records,
+        FileKind::Incomplete,
+    ] {
         match read_file(&location.path(kind)) {
             Ok(content) => match kind {
                 FileKind::State => bytes.state = content,
@@ -213,7 +225,11 @@ pub fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
 }
 
 /// Interpret a rollout's bytes, reusing (and filling) `cache` for the records' lines.
-pub fn capture_from(location: &RolloutLocation, bytes: FileBytes<'_>, cache: &mut LineCache) -> Capture {
+pub fn capture_from(
+    location: &RolloutLocation,
+    bytes: FileBytes<'_>,
+    cache: &mut LineCache,
+) -> Capture {
     let mut issues = bytes.io_issues.to_vec();
     let state_bytes = bytes.state;
     let intents_bytes = bytes.intents;
@@ -463,7 +479,10 @@ fn parse_records(
         // Line digests are needed only for call ids seen more than once.
         let mut seen: HashMap<String, usize> = HashMap::new();
         for &(start, end) in &tail {
-            let result = cache.lines.entry((start, end)).or_insert_with(|| parse(start, end));
+            let result = cache
+                .lines
+                .entry((start, end))
+                .or_insert_with(|| parse(start, end));
             if let Some(Ok(record)) = &*result {
                 *seen.entry(record.model_call_id.clone()).or_default() += 1;
             }
@@ -531,9 +550,16 @@ fn parse_records(
     for (start, end) in split_lines(data, 0, cut) {
         let at = line_starts.pos(start);
         let result = if cache.keep {
-            cache.lines.entry((start, end)).or_insert_with(|| parse(start, end)).clone()
+            cache
+                .lines
+                .entry((start, end))
+                .or_insert_with(|| parse(start, end))
+                .clone()
         } else {
-            cache.lines.remove(&(start, end)).unwrap_or_else(|| parse(start, end))
+            cache
+                .lines
+                .remove(&(start, end))
+                .unwrap_or_else(|| parse(start, end))
         };
         match result {
             None => {}
@@ -542,11 +568,14 @@ fn parse_records(
                 lines.push(at);
             }
             Some(Err(error)) if !reported.contains(&start) => {
-                let kind = match error {
-                    RecordError::Syntax(_) => IssueKind::Corrupt,
-                    RecordError::Invalid(_) => IssueKind::Refused,
+                // Worded as the tail check words them: where a line sits must not change it.
+                let (kind, message) = match error {
+                    RecordError::Syntax(message) => {
+                        (IssueKind::Corrupt, format!("corrupt line: {message}"))
+                    }
+                    RecordError::Invalid(message) => (IssueKind::Refused, message),
                 };
-                issue(kind, at, error.to_string(), true);
+                issue(kind, at, message, true);
             }
             Some(Err(_)) => {}
         }
@@ -616,7 +645,12 @@ mod tests {
 
     fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
         let mut issues = Vec::new();
-        let parsed = parse_records(data.as_bytes(), &RolloutState::absent(), &mut issues, &mut LineCache::default());
+        let parsed = parse_records(
+            data.as_bytes(),
+            &RolloutState::absent(),
+            &mut issues,
+            &mut LineCache::default(),
+        );
         (parsed, issues)
     }
 
@@ -689,7 +723,12 @@ mod tests {
         let mut state = RolloutState::absent();
         state.indexed_size = Some(data.len() as i64);
         let mut issues = Vec::new();
-        let parsed = parse_records(data.as_bytes(), &state, &mut issues, &mut LineCache::default());
+        let parsed = parse_records(
+            data.as_bytes(),
+            &state,
+            &mut issues,
+            &mut LineCache::default(),
+        );
         assert_eq!(
             parsed.records.len(),
             2,
@@ -698,7 +737,12 @@ mod tests {
         assert!(issues.is_empty());
         state.indexed_size = Some(data.len() as i64 + 1);
         let mut issues = Vec::new();
-        parse_records(data.as_bytes(), &state, &mut issues, &mut LineCache::default());
+        parse_records(
+            data.as_bytes(),
+            &state,
+            &mut issues,
+            &mut LineCache::default(),
+        );
         assert_eq!(issues[0].kind, IssueKind::BadState);
     }
 

@@ -64,8 +64,25 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 .as_deref()
                 .map(|c| short_call(c, &rid).into_owned())
                 .unwrap_or_default();
+            let age = match (gap.kind, &gap.call) {
+                (GapKind::InFlight, Some(call)) => app
+                    .in_flight_since
+                    .get(&(view.index, call.clone()))
+                    .map(|since| {
+                        format!(
+                            " (seen {:.1}s ago)",
+                            app.now.duration_since(*since).as_secs_f64()
+                        )
+                    })
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
             let text = clip(
-                &format!("{:<11} {call} {}", label(gap.kind), sanitize(&gap.detail)),
+                &format!(
+                    "{:<11} {call} {}{age}",
+                    label(gap.kind),
+                    sanitize(&gap.detail)
+                ),
                 width,
             );
             let style = if index == view.gap_selected {

@@ -12,7 +12,7 @@ use crate::app::keys::{BINDINGS, Scope};
 pub fn draw(frame: &mut Frame, theme: Theme) {
     let area = frame.area();
     let width = area.width.min(64);
-    let height = area.height.min(BINDINGS.len() as u16 + 6);
+    let height = area.height.min(BINDINGS.len() as u16 + 7);
     let popup = Rect::new(
         area.x + (area.width - width) / 2,
         area.y + (area.height - height) / 2,
@@ -25,6 +25,7 @@ pub fn draw(frame: &mut Frame, theme: Theme) {
         (Scope::List, "rollout list"),
         (Scope::Tree, "chain tree"),
         (Scope::Tokens, "tokens"),
+        (Scope::Live, "live and replay"),
     ] {
         lines.push(Line::from(Span::styled(name, theme.heading())));
         for binding in BINDINGS.iter().filter(|b| b.scope == scope) {

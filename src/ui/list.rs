@@ -96,7 +96,15 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             ),
             None => ("-".into(), "-".into()),
         };
-        let reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
+        let writing = a.lifecycle == Lifecycle::Live
+            && a.capture
+                .issues
+                .iter()
+                .any(|i| i.kind == crate::store::IssueKind::TornTail);
+        let mut reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
+        if writing {
+            reason = format!("{} {reason}", strings::WRITING);
+        }
         let lead = format!(
             "{:<id_width$} {:<6} {:>5} {:>2} {:>4} ",
             clip(&sanitize(a.rollout_id()), id_width),
@@ -114,6 +122,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 theme.dim(),
             ),
         ];
+        if app.recent.contains_key(&index) {
+            spans[0].style = spans[0].style.patch(theme.fresh());
+        }
         if row == list.selected {
             for span in &mut spans {
                 span.style = span.style.patch(theme.selected());

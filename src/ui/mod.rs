@@ -23,6 +23,7 @@ pub use theme::Theme;
 pub fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     let areas = crate::app::layout::areas(frame.area());
     draw_header(frame, app, theme, areas.header);
+    draw_health(frame, app, theme, areas.health);
     list::draw(frame, app, theme, areas.list);
     tree::draw(frame, app, theme, areas.tree);
     tokens::draw(frame, app, theme, areas.tokens);
@@ -65,26 +66,71 @@ pub fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Cow<'a, s
 }
 
 fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let t = app.totals;
-    let percent = |n: usize| {
-        if t.rollouts == 0 {
+    let t = &app.health;
+    let percent = |n: usize, of: usize| {
+        if of == 0 {
             0.0
         } else {
-            n as f64 * 100.0 / t.rollouts as f64
+            n as f64 * 100.0 / of as f64
         }
     };
-    let mut spans = vec![
-        Span::styled(format!(" {} ", strings::APP), theme.heading()),
-        Span::raw(format!("{} rollouts · ", t.rollouts)),
-        Span::styled(
-            format!("{} masked ({:.0}%)", t.masked, percent(t.masked)),
-            theme.problem(),
+    let mut spans = vec![Span::styled(format!(" {} ", strings::APP), theme.heading())];
+    if let Some(replay) = &app.replay {
+        let r = &replay.replay;
+        let offset = r.time().zip(r.start()).map_or(0.0, |(t, s)| t - s);
+        let play = match replay.playing {
+            Some(speed) => format!("▶ {speed}×"),
+            None => "❚❚".into(),
+        };
+        spans.push(Span::styled(
+            format!(
+                "⏮ REPLAY call {}/{} +{offset:.1}s {play} ",
+                r.position(),
+                r.len()
+            ),
+            theme.heading().patch(theme.selected()),
+        ));
+        spans.push(Span::raw(" "));
+    } else if let Some(live) = &app.live {
+        if live.paused {
+            spans.push(Span::styled(
+                format!("❚❚ PAUSED · {} changes waiting ", live.pending.len()),
+                theme.heading().patch(theme.selected()),
+            ));
+        } else if live.ready {
+            spans.push(Span::styled(
+                "● LIVE ",
+                theme.good().patch(theme.selected()),
+            ));
+        } else {
+            spans.push(Span::styled("◌ scanning… ", theme.dim()));
+        }
+        spans.push(Span::raw(" "));
+    }
+    if t.alarm(app.max_mask_fraction) {
+        spans.push(Span::styled(
+            format!(
+                "ALARM masked {:.0}% of frozen > {:.0}% ",
+                t.frozen_masked_fraction() * 100.0,
+                app.max_mask_fraction.unwrap_or(0.0) * 100.0
+            ),
+            theme.problem().patch(theme.selected()),
+        ));
+        spans.push(Span::raw(" "));
+    }
+    spans.push(Span::raw(format!("{} rollouts · ", t.rollouts)));
+    spans.push(Span::styled(
+        format!(
+            "{} masked ({:.0}%)",
+            t.masked,
+            percent(t.masked, t.rollouts)
         ),
-        Span::raw(format!(
-            " · {} live · {} calls (+{} in flight) · {} tokens captured, {} delivered",
-            t.live, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
-        )),
-    ];
+        theme.problem(),
+    ));
+    spans.push(Span::raw(format!(
+        " · {} live · {} calls (+{} in flight) · {} tokens captured, {} delivered",
+        t.live, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
+    )));
     if !app.stores.is_empty() {
         let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();
         spans.push(Span::styled(
@@ -95,12 +141,64 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let h = &app.health;
+    let mut reasons: Vec<(&&str, &usize)> = h.masked_by_reason.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1));
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(code, n)| format!("{code} {n}"))
+        .collect();
+    let decisions: Vec<String> = h
+        .parent_decisions
+        .iter()
+        .map(|(d, n)| format!("{d} {n}"))
+        .collect();
+    let supplied = if h.prefix_requested == 0 {
+        "-".to_string()
+    } else {
+        format!(
+            "{:.0}%",
+            h.prefix_supplied as f64 * 100.0 / h.prefix_requested as f64
+        )
+    };
+    let b = h.delivered_buckets;
+    let spans = vec![
+        Span::styled(" masked: ", theme.dim()),
+        Span::styled(
+            if reasons.is_empty() {
+                "none".into()
+            } else {
+                reasons.join(", ")
+            },
+            theme.problem(),
+        ),
+        Span::styled(" · parents: ", theme.dim()),
+        Span::raw(decisions.join(", ")),
+        Span::styled(" · prefix supplied ", theme.dim()),
+        Span::raw(supplied),
+        Span::styled(" · delivered <25/50/75/100/all ", theme.dim()),
+        Span::raw(format!("{}/{}/{}/{}/{}", b[0], b[1], b[2], b[3], b[4])),
+        Span::styled(" · calls/s ", theme.dim()),
+        Span::styled(
+            crate::app::health::sparkline(&h.calls_per_second),
+            theme.good(),
+        ),
+    ];
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
 fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let line = match &app.mode {
         Mode::Filter => Line::from(vec![
             Span::styled("filter: /", theme.heading()),
             Span::raw(sanitize(&app.list.filter).into_owned()),
             Span::styled("▏ Enter keep · Esc clear", theme.dim()),
+        ]),
+        Mode::Jump(text) => Line::from(vec![
+            Span::styled(strings::JUMP_PROMPT, theme.heading()),
+            Span::raw(sanitize(text).into_owned()),
+            Span::styled("▏ Enter jump · Esc cancel", theme.dim()),
         ]),
         Mode::Export { what, path } => Line::from(vec![
             Span::styled(

@@ -36,6 +36,19 @@ pub const REFUSE_STORE_WRITE: &str =
     "refusing to write inside a token-store directory; choose a path outside the store";
 /// No rebuilt response to export.
 pub const NO_RESPONSE: &str = "this rollout has no rebuilt response (the build failed)";
+/// A write in progress (torn tail) on a live rollout.
+pub const WRITING: &str = "✎ writing…";
+/// Replay keys outside replay.
+pub const REPLAY_ONLY: &str = "replay is off: press R to replay the store call by call";
+/// Live keys outside live monitoring.
+pub const LIVE_ONLY: &str = "not watching a store (open one to monitor it live)";
+/// Replay started.
+pub const REPLAY_ON: &str =
+    "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
+/// Replay ended.
+pub const REPLAY_OFF: &str = "replay off: showing the store as it is now";
+/// Jump prompt.
+pub const JUMP_PROMPT: &str = "jump to (call number, +seconds, or call id): ";
 /// No tokenizer loaded.
 pub const NO_TOKENIZER: &str = "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";
 /// Empty store.

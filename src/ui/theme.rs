@@ -111,6 +111,12 @@ impl Theme {
         }
     }
 
+    /// Something that just changed (live monitoring, replay).
+    pub fn fresh(self) -> Style {
+        self.fg(Color::LightGreen)
+            .add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+    }
+
     /// The token under the cursor.
     pub fn cursor(self) -> Style {
         Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)

@@ -80,7 +80,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 if call.quarantined {
                     style = theme.quarantined();
                 }
-                spans.push(Span::raw(format!("{indent}{glyph} ")));
+                let fresh = view.new_records.is_some_and(|(before, at)| {
+                    call.record >= before && app.now.duration_since(at) < crate::app::HIGHLIGHT
+                });
+                spans.push(Span::raw(format!(
+                    "{indent}{glyph}{}",
+                    if fresh { "✦" } else { " " }
+                )));
                 spans.push(Span::styled(
                     short_call(&record.model_call_id, rid).into_owned(),
                     style,
