@@ -19,6 +19,7 @@ fn main() -> ExitCode {
                 model: args.model,
                 terminal_call_id: args.terminal_call,
                 mask_incomplete_when_attributed: args.mask_incomplete_when_attributed,
+                ..VerdictOptions::default()
             };
             build(
                 &stores_or_demo(args.stores),

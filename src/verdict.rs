@@ -24,6 +24,8 @@ pub struct VerdictOptions {
     /// With `false`, an incomplete capture masks only when the terminal's chain was not
     /// delivered (the reference's `mask_incomplete_when_attributed`).
     pub mask_incomplete_when_attributed: bool,
+    /// Digests remembered across rebuilds of one growing rollout (live monitoring).
+    pub digest_memo: Option<std::sync::Arc<crate::build::merge::DigestMemo>>,
 }
 
 impl Default for VerdictOptions {
@@ -32,6 +34,7 @@ impl Default for VerdictOptions {
             model: String::new(),
             terminal_call_id: None,
             mask_incomplete_when_attributed: true,
+            digest_memo: None,
         }
     }
 }
@@ -272,6 +275,7 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         records,
         &BuildOptions {
             terminal_call_id: options.terminal_call_id.clone(),
+            digest_memo: options.digest_memo.clone(),
         },
     );
     let projected = project_main_chain(&capture.location.id, &options.model, records, &build);
@@ -348,7 +352,7 @@ fn finish(mut analysis: Analysis) -> Analysis {
 
 /// Each unresolved parent call with the note that made it one.
 fn unresolved_with_notes(
-    records: &[crate::store::TokenRecord],
+    records: &[std::sync::Arc<crate::store::TokenRecord>],
     build: &BuildOutput,
 ) -> Vec<(String, LinkNote)> {
     let mut note_of: HashMap<&str, LinkNote> = HashMap::new();
@@ -581,7 +585,10 @@ struct NotesReport<'a> {
 }
 
 impl<'a> BuildReport<'a> {
-    fn new(records: &'a [crate::store::TokenRecord], build: &'a BuildOutput) -> Self {
+    fn new(
+        records: &'a [std::sync::Arc<crate::store::TokenRecord>],
+        build: &'a BuildOutput,
+    ) -> Self {
         let notes = &build.notes;
         BuildReport {
             chains: build

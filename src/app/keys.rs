@@ -112,188 +112,48 @@ pub struct Binding {
     pub help: &'static str,
 }
 
-/// The single list of bindings.
+/// The single list of bindings (one per line, as a table).
+#[rustfmt::skip]
 pub const BINDINGS: &[Binding] = &[
-    Binding {
-        keys: &["q", "Ctrl-C"],
-        action: Action::Quit,
-        scope: Scope::Global,
-        help: "quit",
-    },
-    Binding {
-        keys: &["?"],
-        action: Action::Help,
-        scope: Scope::Global,
-        help: "show / hide this help",
-    },
-    Binding {
-        keys: &["Tab"],
-        action: Action::NextPane,
-        scope: Scope::Global,
-        help: "next pane",
-    },
-    Binding {
-        keys: &["Shift-Tab"],
-        action: Action::PrevPane,
-        scope: Scope::Global,
-        help: "previous pane",
-    },
-    Binding {
-        keys: &["k", "↑"],
-        action: Action::Up,
-        scope: Scope::Global,
-        help: "up",
-    },
-    Binding {
-        keys: &["j", "↓"],
-        action: Action::Down,
-        scope: Scope::Global,
-        help: "down",
-    },
-    Binding {
-        keys: &["h", "←"],
-        action: Action::Left,
-        scope: Scope::Tokens,
-        help: "previous token",
-    },
-    Binding {
-        keys: &["l", "→"],
-        action: Action::Right,
-        scope: Scope::Tokens,
-        help: "next token",
-    },
-    Binding {
-        keys: &["PgUp", "Ctrl-U"],
-        action: Action::PageUp,
-        scope: Scope::Global,
-        help: "page up",
-    },
-    Binding {
-        keys: &["PgDn", "Ctrl-D"],
-        action: Action::PageDown,
-        scope: Scope::Global,
-        help: "page down",
-    },
-    Binding {
-        keys: &["g", "Home"],
-        action: Action::Top,
-        scope: Scope::Global,
-        help: "first",
-    },
-    Binding {
-        keys: &["G", "End"],
-        action: Action::Bottom,
-        scope: Scope::Global,
-        help: "last",
-    },
-    Binding {
-        keys: &["Enter"],
-        action: Action::Enter,
-        scope: Scope::Global,
-        help: "open rollout / jump to call",
-    },
-    Binding {
-        keys: &["Space"],
-        action: Action::ToggleCollapse,
-        scope: Scope::Tree,
-        help: "collapse / expand subtree",
-    },
-    Binding {
-        keys: &["/"],
-        action: Action::Filter,
-        scope: Scope::List,
-        help: "filter rollouts by text",
-    },
-    Binding {
-        keys: &["m"],
-        action: Action::MaskedOnly,
-        scope: Scope::List,
-        help: "masked only",
-    },
-    Binding {
-        keys: &["r"],
-        action: Action::CycleReason,
-        scope: Scope::List,
-        help: "cycle mask reason filter",
-    },
-    Binding {
-        keys: &["s"],
-        action: Action::SortNext,
-        scope: Scope::List,
-        help: "sort by next column",
-    },
-    Binding {
-        keys: &["S"],
-        action: Action::SortReverse,
-        scope: Scope::List,
-        help: "reverse sort",
-    },
-    Binding {
-        keys: &["]"],
-        action: Action::NextBoundary,
-        scope: Scope::Tokens,
-        help: "next call boundary",
-    },
-    Binding {
-        keys: &["["],
-        action: Action::PrevBoundary,
-        scope: Scope::Tokens,
-        help: "previous call boundary",
-    },
-    Binding {
-        keys: &["n"],
-        action: Action::NextLowProb,
-        scope: Scope::Tokens,
-        help: "next low-probability token",
-    },
-    Binding {
-        keys: &["N"],
-        action: Action::PrevLowProb,
-        scope: Scope::Tokens,
-        help: "previous low-probability token",
-    },
-    Binding {
-        keys: &["c"],
-        action: Action::CycleChain,
-        scope: Scope::Tokens,
-        help: "show next chain",
-    },
-    Binding {
-        keys: &["d"],
-        action: Action::Divergence,
-        scope: Scope::Global,
-        help: "divergence of the selected call",
-    },
-    Binding {
-        keys: &["t"],
-        action: Action::PinTerminal,
-        scope: Scope::Global,
-        help: "what-if: pin selected call as terminal",
-    },
-    Binding {
-        keys: &["a"],
-        action: Action::ToggleAttributed,
-        scope: Scope::Global,
-        help: "what-if: toggle mask_incomplete_when_attributed",
-    },
-    Binding {
-        keys: &["x"],
-        action: Action::ClearWhatIf,
-        scope: Scope::Global,
-        help: "clear what-if",
-    },
-    Binding {
-        keys: &["e"],
-        action: Action::ExportReport,
-        scope: Scope::Global,
-        help: "export report JSON",
-    },
-    Binding {
-        keys: &["E"],
-        action: Action::ExportResponse,
-        scope: Scope::Global,
-        help: "export rebuilt response JSON",
-    },
+    Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: Scope::Global, help: "quit" },
+    Binding { keys: &["?"], action: Action::Help, scope: Scope::Global, help: "show / hide this help" },
+    Binding { keys: &["Tab"], action: Action::NextPane, scope: Scope::Global, help: "next pane" },
+    Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: Scope::Global, help: "previous pane" },
+    Binding { keys: &["k", "↑"], action: Action::Up, scope: Scope::Global, help: "up" },
+    Binding { keys: &["j", "↓"], action: Action::Down, scope: Scope::Global, help: "down" },
+    Binding { keys: &["h", "←"], action: Action::Left, scope: Scope::Tokens, help: "previous token" },
+    Binding { keys: &["l", "→"], action: Action::Right, scope: Scope::Tokens, help: "next token" },
+    Binding { keys: &["PgUp", "Ctrl-U"], action: Action::PageUp, scope: Scope::Global, help: "page up" },
+    Binding { keys: &["PgDn", "Ctrl-D"], action: Action::PageDown, scope: Scope::Global, help: "page down" },
+    Binding { keys: &["g", "Home"], action: Action::Top, scope: Scope::Global, help: "first" },
+    Binding { keys: &["G", "End"], action: Action::Bottom, scope: Scope::Global, help: "last" },
+    Binding { keys: &["Enter"], action: Action::Enter, scope: Scope::Global, help: "open rollout / jump to call" },
+    Binding { keys: &["z"], action: Action::ToggleCollapse, scope: Scope::Tree, help: "collapse / expand subtree" },
+    Binding { keys: &["/"], action: Action::Filter, scope: Scope::List, help: "filter rollouts by text" },
+    Binding { keys: &["m"], action: Action::MaskedOnly, scope: Scope::List, help: "masked only" },
+    Binding { keys: &["r"], action: Action::CycleReason, scope: Scope::List, help: "cycle mask reason filter" },
+    Binding { keys: &["s"], action: Action::SortNext, scope: Scope::List, help: "sort by next column" },
+    Binding { keys: &["S"], action: Action::SortReverse, scope: Scope::List, help: "reverse sort" },
+    Binding { keys: &["]"], action: Action::NextBoundary, scope: Scope::Tokens, help: "next call boundary" },
+    Binding { keys: &["["], action: Action::PrevBoundary, scope: Scope::Tokens, help: "previous call boundary" },
+    Binding { keys: &["n"], action: Action::NextLowProb, scope: Scope::Tokens, help: "next low-probability token" },
+    Binding { keys: &["N"], action: Action::PrevLowProb, scope: Scope::Tokens, help: "previous low-probability token" },
+    Binding { keys: &["c"], action: Action::CycleChain, scope: Scope::Tokens, help: "show next chain" },
+    Binding { keys: &["T"], action: Action::ToggleText, scope: Scope::Tokens, help: "token ids / decoded text" },
+    Binding { keys: &["d"], action: Action::Divergence, scope: Scope::Global, help: "divergence of the selected call" },
+    Binding { keys: &["t"], action: Action::PinTerminal, scope: Scope::Global, help: "what-if: pin selected call as terminal" },
+    Binding { keys: &["a"], action: Action::ToggleAttributed, scope: Scope::Global, help: "what-if: toggle mask_incomplete_when_attributed" },
+    Binding { keys: &["x"], action: Action::ClearWhatIf, scope: Scope::Global, help: "clear what-if" },
+    Binding { keys: &["e"], action: Action::ExportReport, scope: Scope::Global, help: "export report JSON" },
+    Binding { keys: &["E"], action: Action::ExportResponse, scope: Scope::Global, help: "export rebuilt response JSON" },
+    Binding { keys: &["Space"], action: Action::Pause, scope: Scope::Live, help: "live: pause / resume · replay: play / pause" },
+    Binding { keys: &["R"], action: Action::ToggleReplay, scope: Scope::Live, help: "replay on / off" },
+    Binding { keys: &[","], action: Action::StepBack, scope: Scope::Live, help: "replay: one call back" },
+    Binding { keys: &["."], action: Action::StepForward, scope: Scope::Live, help: "replay: one call forward" },
+    Binding { keys: &["1"], action: Action::Speed1, scope: Scope::Live, help: "replay: play at 1×" },
+    Binding { keys: &["2"], action: Action::Speed10, scope: Scope::Live, help: "replay: play at 10×" },
+    Binding { keys: &["3"], action: Action::Speed100, scope: Scope::Live, help: "replay: play at 100×" },
+    Binding { keys: &[":"], action: Action::Jump, scope: Scope::Live, help: "replay: jump to call N, +seconds or a call id" },
 ];
 
 /// The action bound to a key event, if any.
@@ -346,6 +206,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_action_has_a_key() {
+        use Action::*;
+        // Exhaustive on purpose: a new action without a key fails to compile here.
+        let check = |action: Action| match action {
+            Quit | Help | NextPane | PrevPane | Up | Down | Left | Right | PageUp | PageDown
+            | Top | Bottom | Enter | ToggleCollapse | Filter | MaskedOnly | CycleReason
+            | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb | PrevLowProb
+            | CycleChain | ToggleText | Divergence | PinTerminal | ToggleAttributed
+            | ClearWhatIf | ExportReport | ExportResponse | Pause | ToggleReplay | StepBack
+            | StepForward | Speed1 | Speed10 | Speed100 | Jump => {
+                BINDINGS.iter().any(|b| b.action == action)
+            }
+        };
+        for action in [
+            Quit,
+            Help,
+            NextPane,
+            PrevPane,
+            Up,
+            Down,
+            Left,
+            Right,
+            PageUp,
+            PageDown,
+            Top,
+            Bottom,
+            Enter,
+            ToggleCollapse,
+            Filter,
+            MaskedOnly,
+            CycleReason,
+            SortNext,
+            SortReverse,
+            NextBoundary,
+            PrevBoundary,
+            NextLowProb,
+            PrevLowProb,
+            CycleChain,
+            ToggleText,
+            Divergence,
+            PinTerminal,
+            ToggleAttributed,
+            ClearWhatIf,
+            ExportReport,
+            ExportResponse,
+            Pause,
+            ToggleReplay,
+            StepBack,
+            StepForward,
+            Speed1,
+            Speed10,
+            Speed100,
+            Jump,
+        ] {
+            assert!(check(action), "{action:?} has no key");
+        }
+    }
+
+    #[test]
     fn no_key_is_bound_twice() {
         let mut seen = std::collections::HashSet::new();
         for binding in BINDINGS {
@@ -370,6 +289,11 @@ mod tests {
         assert_eq!(action_for(key(KeyCode::Down)), Some(Action::Down));
         assert_eq!(action_for(key(KeyCode::Char('G'))), Some(Action::Bottom));
         assert_eq!(action_for(key(KeyCode::BackTab)), Some(Action::PrevPane));
-        assert_eq!(action_for(key(KeyCode::Char('z'))), None);
+        assert_eq!(
+            action_for(key(KeyCode::Char('z'))),
+            Some(Action::ToggleCollapse)
+        );
+        assert_eq!(action_for(key(KeyCode::Char(' '))), Some(Action::Pause));
+        assert_eq!(action_for(key(KeyCode::Char('Q'))), None);
     }
 }

@@ -1,6 +1,8 @@
 //! Where a call's prompt stops agreeing with the parent it claims (or, without one, with the
 //! call whose cumulative sequence shares the longest prefix with it).
 
+use std::sync::Arc;
+
 use super::merge::BuildOutput;
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
@@ -61,7 +63,11 @@ fn window(seq: &TokenSeq, start: usize, end: usize) -> Vec<u32> {
 ///
 /// Only for calls whose parent link failed (a link note other than a recovery); a call whose
 /// link holds, or an explicit root, has nothing to explain: `None`.
-pub fn divergence(records: &[TokenRecord], build: &BuildOutput, node: usize) -> Option<Divergence> {
+pub fn divergence(
+    records: &[Arc<TokenRecord>],
+    build: &BuildOutput,
+    node: usize,
+) -> Option<Divergence> {
     let call = &build.nodes[node];
     if !call.unresolved_boundary() {
         return None;

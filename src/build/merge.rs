@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use super::digest::digest_prefix;
 use super::seq::TokenSeq;
@@ -178,7 +179,7 @@ impl BuildOutput {
     }
 
     /// Node of a call id, if placed.
-    pub fn node_of(&self, records: &[TokenRecord], call_id: &str) -> Option<usize> {
+    pub fn node_of(&self, records: &[Arc<TokenRecord>], call_id: &str) -> Option<usize> {
         self.nodes
             .iter()
             .position(|n| records[n.record].model_call_id == call_id)
@@ -190,6 +191,77 @@ impl BuildOutput {
 pub struct BuildOptions {
     /// Anchor chain selection on the chain that ends at this call.
     pub terminal_call_id: Option<String>,
+    /// Digests remembered from earlier builds of the same growing records file.
+    pub digest_memo: Option<Arc<DigestMemo>>,
+}
+
+/// Digests of records' cumulative sequences, remembered across rebuilds.
+///
+/// Sound only while the records file only grows: an appended record never changes an earlier
+/// one, nor (first record wins) which record an id names, so a record's cumulative sequence —
+/// even a delta's, built from its ancestors — never changes. Clear it when the file is
+/// truncated or replaced. Entries hold the token arrays they are keyed by, so an address is
+/// never reused for other tokens while its entry lives.
+#[derive(Debug, Default)]
+pub struct DigestMemo {
+    entries: Mutex<HashMap<(usize, usize), MemoEntry>>,
+}
+
+type MemoEntry = (Arc<[u32]>, Arc<[u32]>, String);
+
+impl DigestMemo {
+    /// The digest of `record`'s cumulative sequence `cumulative`.
+    fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
+        let key = (
+            Arc::as_ptr(&record.prompt_token_ids) as *const u32 as usize,
+            Arc::as_ptr(&record.generation_token_ids) as *const u32 as usize,
+        );
+        if let Some((_, _, digest)) = self.entries.lock().unwrap().get(&key) {
+            return digest.clone();
+        }
+        let digest = digest_prefix(cumulative, cumulative.len());
+        let entry = (
+            record.prompt_token_ids.clone(),
+            record.generation_token_ids.clone(),
+            digest.clone(),
+        );
+        self.entries.lock().unwrap().insert(key, entry);
+        digest
+    }
+
+    /// Forget everything (the records file was truncated or replaced).
+    pub fn clear(&self) {
+        self.entries.lock().unwrap().clear();
+    }
+
+    /// Number of digests remembered.
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Per placed node: whether its recorded digest matches its cumulative sequence (computed on
+/// first need), with the memo that saves recomputing it across builds.
+struct ParentDigests<'a> {
+    consistent: Vec<Option<bool>>,
+    memo: Option<&'a DigestMemo>,
+}
+
+/// The digest of a record's cumulative sequence, through the memo when there is one.
+fn cumulative_digest(
+    memo: Option<&DigestMemo>,
+    record: &TokenRecord,
+    cumulative: &TokenSeq,
+) -> String {
+    match memo {
+        Some(memo) => memo.digest(record, cumulative),
+        None => digest_prefix(cumulative, cumulative.len()),
+    }
 }
 
 /// Per-record token sequences after delta materialization.
@@ -201,7 +273,7 @@ struct Materialized {
 }
 
 /// Run `prefix_merging` over records in file order.
-pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildOutput {
+pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> BuildOutput {
     let mut fates: Vec<Option<RecordFate>> = vec![None; records.len()];
     let mut failures: BTreeMap<String, usize> = BTreeMap::new();
     let mut unresolved_parent_calls = Vec::new();
@@ -234,7 +306,8 @@ pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildO
     }
 
     // Step 2: materialize delta prompts.
-    let materialized = materialize(records, &kept, &first_by_id);
+    let memo = options.digest_memo.as_deref();
+    let materialized = materialize(records, &kept, &first_by_id, memo);
     let mut survivors: Vec<usize> = Vec::with_capacity(kept.len());
     let mut delta_broken = Vec::new();
     for &index in &kept {
@@ -292,7 +365,10 @@ pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildO
     });
     let mut prefix_index = needs_index.then(PrefixIndex::default);
     let mut node_by_id: HashMap<&str, usize> = HashMap::with_capacity(survivors.len());
-    let mut digest_consistent: Vec<Option<bool>> = Vec::with_capacity(survivors.len());
+    let mut digests = ParentDigests {
+        consistent: Vec::with_capacity(survivors.len()),
+        memo,
+    };
     for &index in &survivors {
         let record = &records[index];
         let seqs = materialized[index].as_ref().unwrap();
@@ -304,7 +380,7 @@ pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildO
             &out.nodes,
             &node_by_id,
             prefix_index.as_ref(),
-            &mut digest_consistent,
+            &mut digests,
         );
         if let Some(note) = note {
             count(&mut failures, note);
@@ -326,7 +402,9 @@ pub fn prefix_merging(records: &[TokenRecord], options: &BuildOptions) -> BuildO
             note,
         });
         // A delta record's digest was verified while materializing it: no need to hash again.
-        digest_consistent.push(seqs.digest_verified.then_some(true));
+        digests
+            .consistent
+            .push(seqs.digest_verified.then_some(true));
         if let Some(prefix_index) = prefix_index.as_mut() {
             prefix_index.add(node_index, &seqs.cumulative);
         }
@@ -381,9 +459,10 @@ pub fn round4(x: f64) -> f64 {
 ///
 /// Walks are iterative and memoized: a delta chain can be thousands of calls long.
 fn materialize(
-    records: &[TokenRecord],
+    records: &[Arc<TokenRecord>],
     kept: &[usize],
     first_by_id: &HashMap<&str, usize>,
+    memo: Option<&DigestMemo>,
 ) -> Vec<Option<Materialized>> {
     // Cumulative sequence of each kept record: None = not computed yet, Some(None) = broken.
     let mut cumulative: Vec<Option<Option<TokenSeq>>> = vec![None; records.len()];
@@ -455,7 +534,7 @@ fn materialize(
         if record.prompt_is_delta
             && let Some(expected) = record.digest.as_deref().filter(|d| !d.is_empty())
         {
-            if digest_prefix(cum, cum.len()) != expected {
+            if cumulative_digest(memo, record, cum) != expected {
                 continue;
             }
             digest_verified = true;
@@ -473,11 +552,11 @@ fn materialize(
 fn resolve_parent(
     record: &TokenRecord,
     prompt: &TokenSeq,
-    records: &[TokenRecord],
+    records: &[Arc<TokenRecord>],
     nodes: &[CallNode],
     node_by_id: &HashMap<&str, usize>,
     prefix_index: Option<&PrefixIndex>,
-    digest_consistent: &mut [Option<bool>],
+    digests: &mut ParentDigests<'_>,
 ) -> (Option<usize>, Option<LinkNote>) {
     match record.parent_resolution {
         Some(ParentResolution::Root) => return (None, None),
@@ -514,8 +593,9 @@ fn resolve_parent(
     let recorded = parent_record.digest.as_deref().filter(|d| !d.is_empty());
     // The expected digest is the parent's own cumulative digest when it is consistent, so the
     // check is a token comparison; only an inconsistent parent needs the prefix hashed.
-    let consistent = *digest_consistent[parent].get_or_insert_with(|| {
-        recorded.is_none_or(|d| digest_prefix(parent_cum, parent_cum.len()) == d)
+    let memo = digests.memo;
+    let consistent = *digests.consistent[parent].get_or_insert_with(|| {
+        recorded.is_none_or(|d| cumulative_digest(memo, parent_record, parent_cum) == d)
     });
     let holds = if consistent {
         n == parent_cum.len() && prompt.starts_with(parent_cum)
@@ -585,7 +665,7 @@ impl PrefixIndex {
 }
 
 /// Step 6: among siblings with identical prompts keep the extended one(s).
-fn resolve_retries(records: &[TokenRecord], out: &mut BuildOutput) {
+fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
     // Parent groups in order of their first placed member (all roots form one group).
     let mut group_of_parent: HashMap<Option<usize>, usize> = HashMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -716,7 +796,7 @@ fn build_chains(out: &mut BuildOutput) {
 }
 
 /// Step 8: name the delivered chain `main`, the others `branch-N`.
-fn select_main(records: &[TokenRecord], terminal: Option<&str>, out: &mut BuildOutput) {
+fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut BuildOutput) {
     if out.chains.is_empty() {
         return;
     }

@@ -93,12 +93,21 @@ impl serde::Serialize for RawJson {
 /// One output item of the rebuilt response.
 #[derive(Clone, Debug)]
 pub struct ProjectedItem {
-    /// The captured content item (or a bare `{"type": "message"}`).
-    pub content: Map<String, Value>,
+    /// The call's output items, shared with its record.
+    items: Arc<[Map<String, Value>]>,
+    /// Which of them this is; `None` for a bare `{"type": "message"}` (a call without items).
+    index: Option<usize>,
     /// The restored token fields, on carrier items.
     pub tokens: Option<CarriedTokens>,
     /// The call this item came from.
     pub call_index: usize,
+}
+
+impl ProjectedItem {
+    /// The captured item (`None` for a bare message made for a call without items).
+    pub fn content(&self) -> Option<&Map<String, Value>> {
+        self.index.map(|i| &self.items[i])
+    }
 }
 
 impl serde::Serialize for ProjectedItem {
@@ -110,7 +119,10 @@ impl serde::Serialize for ProjectedItem {
                 TOKEN_KEYS.contains(&key) || (key == "routed_experts" && t.routed_experts.is_some())
             }
         };
-        for (key, value) in &self.content {
+        if self.index.is_none() {
+            map.serialize_entry("type", "message")?;
+        }
+        for (key, value) in self.content().into_iter().flatten() {
             if !replaced(key) {
                 map.serialize_entry(key, value)?;
             }
@@ -162,7 +174,7 @@ pub struct ProjectionError(pub String);
 
 /// Project a chain into output items with contiguous prompts.
 pub fn project_chain(
-    records: &[TokenRecord],
+    records: &[Arc<TokenRecord>],
     build: &BuildOutput,
     chain: &Chain,
 ) -> Vec<ProjectedItem> {
@@ -202,17 +214,17 @@ pub fn project_chain(
             }
         };
         if content.is_empty() {
-            let mut bare = Map::new();
-            bare.insert("type".into(), Value::String("message".into()));
             items.push(ProjectedItem {
-                content: bare,
+                items: content.clone(),
+                index: None,
                 tokens: Some(tokens),
                 call_index: link.node,
             });
         } else {
-            for (index, item) in content.iter().enumerate() {
+            for index in 0..content.len() {
                 items.push(ProjectedItem {
-                    content: item.clone(),
+                    items: content.clone(),
+                    index: Some(index),
                     tokens: carriers.contains(&index).then(|| tokens.clone()),
                     call_index: link.node,
                 });
@@ -282,10 +294,11 @@ fn item_tokens(item: &ProjectedItem) -> Option<ItemTokens<'_>> {
     if let Some(tokens) = &item.tokens {
         return Some(ItemTokens::Carried(tokens));
     }
-    match item.content.get("generation_token_ids") {
+    let content = item.content()?;
+    match content.get("generation_token_ids") {
         None | Some(Value::Null) => None,
         Some(generation) => Some(ItemTokens::Inline {
-            prompt: item.content.get("prompt_token_ids"),
+            prompt: content.get("prompt_token_ids"),
             generation,
         }),
     }
@@ -312,7 +325,7 @@ fn json_tokens(value: Option<&Value>) -> Result<Vec<u32>, ProjectionError> {
 pub fn project_main_chain(
     rollout_id: &str,
     model: &str,
-    records: &[TokenRecord],
+    records: &[Arc<TokenRecord>],
     build: &BuildOutput,
 ) -> Result<RebuiltResponse, ProjectionError> {
     let Some(main) = build.main_chain() else {
@@ -471,7 +484,7 @@ impl Provenance {
     /// The log probability of the token at `position` (generated tokens only).
     pub fn log_prob(
         &self,
-        records: &[TokenRecord],
+        records: &[Arc<TokenRecord>],
         build: &BuildOutput,
         position: usize,
     ) -> Option<f64> {

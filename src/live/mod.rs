@@ -28,6 +28,7 @@ pub struct LiveRollout {
     sentinel: FileTail,
     state: FileTail,
     cache: LineCache,
+    memo: std::sync::Arc<crate::build::merge::DigestMemo>,
 }
 
 impl LiveRollout {
@@ -39,6 +40,7 @@ impl LiveRollout {
             sentinel: FileTail::new(location.path(FileKind::Incomplete), true),
             state: FileTail::new(location.path(FileKind::State), false),
             cache: LineCache::kept(),
+            memo: Default::default(),
             location,
         }
     }
@@ -62,8 +64,9 @@ impl LiveRollout {
                     if kind == FileKind::Records
                         && matches!(change, Change::Reread | Change::Removed)
                     {
-                        // Earlier lines may have changed: forget their parses.
+                        // Earlier lines may have changed: forget their parses and digests.
                         self.cache.clear();
+                        self.memo.clear();
                     }
                 }
                 Err(error) => {
@@ -92,7 +95,11 @@ impl LiveRollout {
             io_issues: &io_issues,
         };
         let capture = capture_from(&self.location, bytes, &mut self.cache);
-        analyze(capture, options)
+        let options = VerdictOptions {
+            digest_memo: Some(std::sync::Arc::clone(&self.memo)),
+            ..options.clone()
+        };
+        analyze(capture, &options)
     }
 
     /// Bytes read from the records file so far.

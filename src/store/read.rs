@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -86,7 +87,7 @@ pub struct Capture {
     /// Whether a records file exists.
     pub has_records_file: bool,
     /// Every readable record in file order (including those after a refused line).
-    pub records: Vec<TokenRecord>,
+    pub records: Vec<Arc<TokenRecord>>,
     /// Position of each record, parallel to `records`.
     pub record_lines: Vec<LinePos>,
     /// Problems, in file order.
@@ -374,7 +375,7 @@ fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
 }
 
 /// The parse of one line: `None` for a blank line.
-type ParsedLine = Option<Result<TokenRecord, RecordError>>;
+type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
 
 /// Parsed lines of a records file by byte range, reusable while the file only grows
 /// (an appended line never changes the bytes of an earlier one).
@@ -411,7 +412,7 @@ impl LineCache {
 }
 
 struct ParsedRecords {
-    records: Vec<TokenRecord>,
+    records: Vec<Arc<TokenRecord>>,
     lines: Vec<LinePos>,
     acknowledged_len: usize,
 }
@@ -462,7 +463,7 @@ fn parse_records(
     // kept cache carries them over to the next read of a growing file.
     let parse = |start: usize, end: usize| -> ParsedLine {
         let payload = strip(&data[start..end]);
-        (!payload.is_empty()).then(|| TokenRecord::parse(payload))
+        (!payload.is_empty()).then(|| TokenRecord::parse(payload).map(Arc::new))
     };
 
     // The tail check.
@@ -477,14 +478,16 @@ fn parse_records(
             .collect();
         let tail = split_lines(data, indexed, data.len());
         // Line digests are needed only for call ids seen more than once.
-        let mut seen: HashMap<String, usize> = HashMap::new();
         for &(start, end) in &tail {
-            let result = cache
+            cache
                 .lines
                 .entry((start, end))
                 .or_insert_with(|| parse(start, end));
-            if let Some(Ok(record)) = &*result {
-                *seen.entry(record.model_call_id.clone()).or_default() += 1;
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for key in &tail {
+            if let Some(Ok(record)) = &cache.lines[key] {
+                *seen.entry(record.model_call_id.as_str()).or_default() += 1;
             }
         }
         for &(start, end) in &tail {
@@ -520,7 +523,7 @@ fn parse_records(
                 }
                 Some(Ok(record)) => {
                     let id = &record.model_call_id;
-                    if seen[id] < 2 && !known.contains_key(id) {
+                    if seen[id.as_str()] < 2 && !known.contains_key(id) {
                         continue;
                     }
                     let digest = hex_sha256(strip(&data[start..end]));

@@ -59,8 +59,9 @@ pub struct TokenRecord {
     pub generation_log_probs: Arc<[f64]>,
     /// Mixture-of-experts routing, passed through untouched.
     pub routed_experts: Value,
-    /// Responses output items with their token arrays stripped.
-    pub output_items: Vec<Map<String, Value>>,
+    /// Responses output items with their token arrays stripped (shared: cloning a record
+    /// must stay cheap, a live rebuild clones every record).
+    pub output_items: Arc<[Map<String, Value>]>,
     /// Index of the output item that carried the token arrays.
     pub token_item_index: Option<usize>,
     /// Wall-clock seconds at capture; used only for chain selection.
@@ -90,7 +91,7 @@ pub struct TokenRecord {
     /// Fingerprint algorithm version (display only).
     pub fingerprint_version: Option<i64>,
     /// Keys this reader does not know, kept as written.
-    pub extra: Map<String, Value>,
+    pub extra: Arc<Map<String, Value>>,
 }
 
 /// Why a line could not become a record.
@@ -249,7 +250,7 @@ impl RawRecord {
             generation_token_ids: generation,
             generation_log_probs: log_probs.into(),
             routed_experts: self.routed_experts,
-            output_items: self.output_items,
+            output_items: self.output_items.into(),
             token_item_index,
             created_at: self.created_at.unwrap_or(0.0),
             parent_resolution: self.parent_resolution,
@@ -264,7 +265,7 @@ impl RawRecord {
             continuation_context_len: self.continuation_context_len.unwrap_or(0),
             continuation_context_digest: self.continuation_context_digest.unwrap_or_default(),
             fingerprint_version: self.fingerprint_version,
-            extra: self.extra,
+            extra: Arc::new(self.extra),
         })
     }
 }

@@ -257,7 +257,7 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
             theme,
         ));
     }
-    for (key, value) in &r.extra {
+    for (key, value) in r.extra.iter() {
         out.push(field(
             &format!("{key} (unknown)"),
             clip(&value.to_string(), 200),

@@ -1,0 +1,356 @@
+//! Live monitoring: a store written progressively while the watcher runs — a torn line
+//! completed later, a truncated file, a deleted and recreated rollout, a retired one — must
+//! converge to exactly the reports of a cold read. And the app keeps its selection through
+//! updates, pauses, and replays.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use serde_json::Value;
+use tokscope::app::{App, Message};
+use tokscope::live::StoreEvent;
+use tokscope::live::watch::{WatchMode, WatchOptions, watch};
+use tokscope::store::RolloutLocation;
+use tokscope::synth::{Rng, linear_rollout};
+use tokscope::verdict::{VerdictOptions, analyze};
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(bytes).unwrap();
+    file.sync_data().unwrap();
+}
+
+fn state(dir: &Path, id: &str, frozen: bool, retired: bool, version: u64) {
+    let temporary = dir.join(format!(".tokens-state-{id}-{version}"));
+    let body = serde_json::json!({"entry_digests": {}, "frozen": frozen, "incomplete": false,
+        "indexed_size": 0, "retired": retired, "snapshot_id": if frozen { "s" } else { "" }, "version": version});
+    std::fs::write(&temporary, body.to_string()).unwrap();
+    std::fs::rename(&temporary, dir.join(format!("{id}.tokens.state.json"))).unwrap();
+}
+
+fn lines(id: &str, calls: usize, seed: u64) -> Vec<String> {
+    linear_rollout(
+        id,
+        calls,
+        &mut Rng::new(seed),
+        6,
+        seed.is_multiple_of(2),
+        true,
+    )
+    .calls
+    .iter()
+    .map(|c| c.to_line(id))
+    .collect()
+}
+
+/// Write every situation the watcher must follow, with pauses so events interleave.
+fn write_store(dir: &Path) {
+    let pause = || std::thread::sleep(Duration::from_millis(15));
+    let records = |id: &str| dir.join(format!("{id}.tokens.jsonl"));
+    let intents = |id: &str| dir.join(format!("{id}.tokens.intents"));
+    // Progressive appends, intent first.
+    for (index, line) in lines("grow", 6, 1).iter().enumerate() {
+        append(&intents("grow"), format!("grow-c{index:05}\n").as_bytes());
+        pause();
+        append(&records("grow"), format!("{line}\n").as_bytes());
+        state(dir, "grow", false, false, index as u64 + 1);
+        pause();
+    }
+    // A torn line, completed later.
+    let torn = lines("torn", 3, 3);
+    append(
+        &records("torn"),
+        format!("{}\n{}\n", torn[0], torn[1]).as_bytes(),
+    );
+    let (head, tail) = torn[2].split_at(torn[2].len() / 2);
+    append(&records("torn"), head.as_bytes());
+    pause();
+    pause();
+    append(&records("torn"), format!("{tail}\n").as_bytes());
+    // A file truncated and rewritten with other records.
+    for line in lines("trunc", 4, 5) {
+        append(&records("trunc"), format!("{line}\n").as_bytes());
+        pause();
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(records("trunc"))
+        .unwrap();
+    pause();
+    for line in lines("trunc", 2, 7) {
+        append(&records("trunc"), format!("{line}\n").as_bytes());
+    }
+    // A rollout deleted (cleared for a new attempt) and recreated under the same id.
+    for line in lines("again", 3, 9) {
+        append(&records("again"), format!("{line}\n").as_bytes());
+    }
+    append(
+        &intents("again"),
+        b"again-c00000\nagain-c00001\nagain-c00002\nagain-lost\n",
+    );
+    state(dir, "again", false, false, 1);
+    pause();
+    for suffix in ["jsonl", "intents", "state.json"] {
+        std::fs::remove_file(dir.join(format!("again.tokens.{suffix}"))).unwrap();
+    }
+    pause();
+    for line in lines("again", 2, 11) {
+        append(&records("again"), format!("{line}\n").as_bytes());
+    }
+    state(dir, "again", true, false, 1);
+    // A rollout frozen, then retired: payload deleted, tombstone left.
+    for line in lines("gone", 2, 13) {
+        append(&records("gone"), format!("{line}\n").as_bytes());
+    }
+    state(dir, "gone", true, false, 3);
+    pause();
+    std::fs::remove_file(records("gone")).unwrap();
+    state(dir, "gone", true, true, 4);
+    // A rollout cleared for good.
+    for line in lines("cleared", 2, 15) {
+        append(&records("cleared"), format!("{line}\n").as_bytes());
+    }
+    // Long enough for a poller (20 ms) to see it before it goes.
+    std::thread::sleep(Duration::from_millis(100));
+    std::fs::remove_file(records("cleared")).unwrap();
+}
+
+fn report(analysis: &tokscope::verdict::Analysis) -> Value {
+    serde_json::to_value(analysis.report()).unwrap()
+}
+
+fn converge(mode: WatchMode) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().to_path_buf();
+    let handle = watch(
+        vec![dir.clone()],
+        WatchOptions {
+            mode,
+            ..WatchOptions::default()
+        },
+    );
+    // Wait for the initial (empty) scan.
+    loop {
+        match handle
+            .events
+            .recv_timeout(Duration::from_secs(5))
+            .expect("watcher answers")
+        {
+            StoreEvent::Ready => break,
+            StoreEvent::Error(e) => panic!("{e}"),
+            StoreEvent::Updated(_) => {}
+        }
+    }
+    write_store(&dir);
+    let mut latest: HashMap<RolloutLocation, tokscope::verdict::Analysis> = HashMap::new();
+    let quiet = Duration::from_millis(600);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        match handle.events.recv_timeout(quiet) {
+            Ok(StoreEvent::Updated(analysis)) => {
+                latest.insert(analysis.capture.location.clone(), *analysis);
+            }
+            Ok(StoreEvent::Error(e)) => panic!("{e}"),
+            Ok(StoreEvent::Ready) => {}
+            Err(_) => break,
+        }
+    }
+    drop(handle);
+    let cold: Vec<_> = tokscope::load::locate(std::slice::from_ref(&dir), &[]).unwrap();
+    let options = VerdictOptions::default();
+    for location in &cold {
+        let live = latest
+            .get(location)
+            .unwrap_or_else(|| panic!("{} never reported", location.id));
+        let cold = analyze(tokscope::store::read_capture(location), &options);
+        assert_eq!(
+            report(live),
+            report(&cold),
+            "{} diverged from a cold read",
+            location.id
+        );
+    }
+    let ids = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut seen: Vec<String> = cold.iter().map(|l| l.id.clone()).collect();
+    seen.sort();
+    assert_eq!(seen, ids(&["again", "gone", "grow", "torn", "trunc"]));
+    // The rollout whose files all vanished is reported as cleared.
+    let cleared = latest
+        .values()
+        .find(|a| a.capture.location.id == "cleared")
+        .expect("cleared reported");
+    assert_eq!(cleared.lifecycle, tokscope::verdict::Lifecycle::Cleared);
+    let gone = &latest
+        .values()
+        .find(|a| a.capture.location.id == "gone")
+        .unwrap();
+    assert_eq!(gone.lifecycle, tokscope::verdict::Lifecycle::Retired);
+    let again = &latest
+        .values()
+        .find(|a| a.capture.location.id == "again")
+        .unwrap();
+    assert_eq!(again.capture.records.len(), 2, "the recreated attempt only");
+    assert!(
+        again.capture.intents.is_empty(),
+        "the old attempt's intents are gone"
+    );
+}
+
+#[test]
+fn events_converge_to_a_cold_read() {
+    converge(WatchMode::Events);
+}
+
+#[test]
+fn polling_converges_to_a_cold_read() {
+    converge(WatchMode::Poll(Duration::from_millis(20)));
+}
+
+#[test]
+fn only_new_bytes_are_read() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().to_path_buf();
+    let mut store = tokscope::live::LiveStore::new(vec![dir.clone()], VerdictOptions::default());
+    let path = dir.join("r.tokens.jsonl");
+    let all = lines("r", 20, 21);
+    let mut written = 0;
+    for line in &all {
+        append(&path, format!("{line}\n").as_bytes());
+        written += line.len() as u64 + 1;
+        let changes = store.rescan().unwrap();
+        assert_eq!(changes.len(), 1);
+    }
+    assert_eq!(
+        store.records_bytes_read(),
+        written,
+        "every byte read exactly once"
+    );
+    assert!(
+        store.rescan().unwrap().is_empty(),
+        "nothing new, nothing rebuilt"
+    );
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn analysis_with(dir: &Path, id: &str, calls: usize) -> tokscope::verdict::Analysis {
+    let mut rollout = linear_rollout(id, calls, &mut Rng::new(31), 5, false, true);
+    rollout.calls.truncate(calls);
+    rollout.write(dir).unwrap();
+    let location = RolloutLocation {
+        dir: dir.to_path_buf(),
+        id: id.into(),
+    };
+    analyze(
+        tokscope::store::read_capture(&location),
+        &VerdictOptions::default(),
+    )
+}
+
+#[test]
+fn updates_keep_the_selection_and_pause_holds_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().to_path_buf();
+    let mut app = App::new_live(
+        vec![dir.clone()],
+        VerdictOptions::default(),
+        Rect::new(0, 0, 120, 40),
+    );
+    let first = analysis_with(&dir, "a", 3);
+    app.apply(vec![
+        StoreEvent::Updated(Box::new(first)),
+        StoreEvent::Updated(Box::new(analysis_with(&dir, "b", 2))),
+        StoreEvent::Ready,
+    ]);
+    assert_eq!(app.list.rows.len(), 2);
+    // Select rollout b, its second call, and a token.
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Down);
+    let call = app.shown().unwrap().capture.records[app.selected_record().unwrap()]
+        .model_call_id
+        .clone();
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Right);
+    let cursor = app.view.as_ref().unwrap().cursor;
+    // b grows by one call: the selection and the cursor stay.
+    app.apply(vec![StoreEvent::Updated(Box::new(analysis_with(
+        &dir, "b", 4,
+    )))]);
+    assert_eq!(app.shown().unwrap().rollout_id(), "b");
+    assert_eq!(app.shown().unwrap().capture.records.len(), 4);
+    let now = app.shown().unwrap().capture.records[app.selected_record().unwrap()]
+        .model_call_id
+        .clone();
+    assert_eq!(now, call);
+    assert_eq!(app.view.as_ref().unwrap().cursor, cursor);
+    assert!(
+        app.recent.contains_key(&1),
+        "the changed rollout is highlighted"
+    );
+    // Paused: changes wait, counted; resuming catches up.
+    key(&mut app, KeyCode::Char(' '));
+    app.apply(vec![StoreEvent::Updated(Box::new(analysis_with(
+        &dir, "c", 1,
+    )))]);
+    assert_eq!(app.live.as_ref().unwrap().pending.len(), 1);
+    assert_eq!(app.analyses.len(), 2);
+    key(&mut app, KeyCode::Char(' '));
+    assert_eq!(app.analyses.len(), 3);
+    assert!(app.live.as_ref().unwrap().pending.is_empty());
+}
+
+#[test]
+fn replay_steps_jumps_plays_and_restores() {
+    let stores = vec![
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conformance/store-1-0"),
+    ];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let before: Vec<Value> = analyses.iter().map(report).collect();
+    let mut app = App::new(stores, analyses, options, Rect::new(0, 0, 120, 40));
+    app.start_replay();
+    let position = |app: &App| app.replay.as_ref().unwrap().replay.position();
+    assert_eq!(position(&app), 1);
+    assert_eq!(
+        app.list.rows.len(),
+        1,
+        "only the rollout whose first call happened is listed"
+    );
+    key(&mut app, KeyCode::Char('.'));
+    key(&mut app, KeyCode::Char('.'));
+    assert_eq!(position(&app), 3);
+    key(&mut app, KeyCode::Char(','));
+    assert_eq!(position(&app), 2);
+    let calls: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    assert_eq!(calls, 2, "the store as it stood after two calls");
+    // Jump by call number.
+    key(&mut app, KeyCode::Char(':'));
+    for c in "100".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(position(&app), 100);
+    // Play at 100×: the clock moves the timeline.
+    key(&mut app, KeyCode::Char('3'));
+    let start = app.now;
+    app.tick(start + Duration::from_secs(30));
+    assert!(position(&app) > 100);
+    // Leaving replay restores the store as it is.
+    key(&mut app, KeyCode::Char('R'));
+    assert!(app.replay.is_none());
+    let after: Vec<Value> = app.analyses.iter().map(report).collect();
+    assert_eq!(after, before);
+}
