@@ -35,5 +35,21 @@ tmux resize-window -t "$session" -x 80 -y 24 2>/dev/null || true
 expect "inspector"
 tmux send-keys -t "$session" q
 expect "EXITED-0"
+tmux kill-session -t "$session" 2>/dev/null || true
+
+# Live: the demo writes a store while the explorer watches it.
+tmux new-session -d -s "$session" -x 120 -y 40 "$bin demo --pace 0.2; echo EXITED-\$?; sleep 5"
+expect "● LIVE"
+expect "in flight"
+tmux send-keys -t "$session" Space
+expect "PAUSED"
+tmux send-keys -t "$session" Space
+expect "● LIVE"
+tmux send-keys -t "$session" R
+expect "REPLAY"
+tmux send-keys -t "$session" , ,
+expect "REPLAY call"
+tmux send-keys -t "$session" q
+expect "EXITED-0"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
