@@ -481,3 +481,18 @@ fn no_color_uses_no_colors() {
     assert_eq!(colors(false), 0);
     assert!(colors(true) > 100);
 }
+
+#[test]
+fn alarm_when_too_many_frozen_rollouts_are_masked() {
+    let stores = vec![PathBuf::from("assets/demo-store")];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app = App::new(stores, analyses, options, Rect::new(0, 0, 120, 40));
+    assert!(!screen(&app).contains("ALARM"), "no limit, no alarm");
+    app.max_mask_fraction = Some(0.2);
+    let text = screen(&app);
+    assert!(text.contains("ALARM masked 50% of frozen > 20%"), "{text}");
+    app.max_mask_fraction = Some(0.5);
+    assert!(!screen(&app).contains("ALARM"));
+}
