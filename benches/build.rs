@@ -29,6 +29,7 @@ fn main() {
         tokscope::load::analyze_in_order(
             &locations,
             &options,
+            &tokscope::observe::Rows::default(),
             |analysis| {
                 let mut line = Vec::with_capacity(analysis.report_size_hint());
                 serde_json::to_writer(&mut line, &analysis.report()).unwrap();

@@ -379,5 +379,9 @@ fn main() {
     for rollout in &rollouts {
         rollout.write(&store).expect("write rollout");
     }
+    // The harness's rollout rows, next to the token files (found without --rollouts).
+    let rows = tokscope::synth::rows_for_store(&store);
+    let lines: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    std::fs::write(store.join("rollouts.jsonl"), lines.join("\n") + "\n").expect("write rows");
     println!("wrote {} rollouts to {}", rollouts.len(), store.display());
 }

@@ -34,6 +34,11 @@ pub struct ExploreArgs {
     /// Read the stores once; do not follow changes.
     #[arg(long, global = true)]
     pub no_watch: bool,
+    /// Rollout rows (a JSONL file or a directory of them) with the harness's observations
+    /// (`ng_trajectory`, `ng_agent_observations`, `ng_verifier_invocations`); repeatable.
+    /// Rows files inside the store directories are found without it.
+    #[arg(long = "rollouts", value_name = "PATH", global = true)]
+    pub rows: Vec<PathBuf>,
 }
 
 /// Subcommands.

@@ -25,6 +25,10 @@ pub enum GapKind {
     DroppedChain,
     /// A refused, corrupt, torn or otherwise unreadable line or file.
     ReadIssue,
+    /// An `ObservationGap` the harness recorded, or an unreadable observation record.
+    Observation,
+    /// Something observed that does not join the token capture (or the reverse).
+    Join,
 }
 
 /// One gap.

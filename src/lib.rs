@@ -10,6 +10,7 @@ pub mod detok;
 pub mod gaps;
 pub mod live;
 pub mod load;
+pub mod observe;
 pub mod store;
 pub mod synth;
 pub mod table;

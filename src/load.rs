@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::observe::Rows;
 use crate::store::{RolloutLocation, StoreDirError, discover, layout::natural_cmp, read_capture};
 use crate::verdict::{Analysis, VerdictOptions, analyze};
 
@@ -29,6 +30,21 @@ pub fn analyze_all(locations: &[RolloutLocation], options: &VerdictOptions) -> V
     analyze_all_with(locations, options, |analysis| analysis)
 }
 
+/// The options for one rollout: `options` with the observations of its row, if any.
+pub fn options_for(
+    options: &VerdictOptions,
+    rows: &Rows,
+    location: &RolloutLocation,
+) -> VerdictOptions {
+    match rows.by_rollout.get(&location.id) {
+        Some(observations) => VerdictOptions {
+            observations: Some(std::sync::Arc::new(observations.clone())),
+            ..options.clone()
+        },
+        None => options.clone(),
+    }
+}
+
 /// Like [`analyze_all`], applying `finish` to each analysis on the worker thread (for
 /// example serializing its report, which is as much work as the build itself).
 pub fn analyze_all_with<T: Send>(
@@ -37,7 +53,9 @@ pub fn analyze_all_with<T: Send>(
     finish: impl Fn(Analysis) -> T + Sync,
 ) -> Vec<T> {
     let mut out = Vec::with_capacity(locations.len());
-    analyze_in_order(locations, options, finish, |value| out.push(value));
+    analyze_in_order(locations, options, &Rows::default(), finish, |value| {
+        out.push(value)
+    });
     out
 }
 
@@ -47,6 +65,7 @@ pub fn analyze_all_with<T: Send>(
 pub fn analyze_in_order<T: Send>(
     locations: &[RolloutLocation],
     options: &VerdictOptions,
+    rows: &Rows,
     finish: impl Fn(Analysis) -> T + Sync,
     consume: impl FnMut(T) + Send,
 ) {
@@ -72,7 +91,8 @@ pub fn analyze_in_order<T: Send>(
                     let Some(location) = locations.get(index) else {
                         break;
                     };
-                    let value = finish(analyze(read_capture(location), options));
+                    let options = options_for(options, rows, location);
+                    let value = finish(analyze(read_capture(location), &options));
                     let mut emitter = emitter.lock().unwrap();
                     emitter.waiting.insert(index, value);
                     loop {

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tokscope::load::{analyze_all, analyze_in_order, locate};
+use tokscope::load::{analyze_in_order, locate};
+use tokscope::observe::Rows;
 use tokscope::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
 
 mod cli;
@@ -21,16 +22,20 @@ fn main() -> ExitCode {
                 mask_incomplete_when_attributed: args.mask_incomplete_when_attributed,
                 ..VerdictOptions::default()
             };
-            build(
-                &stores_or_demo(args.stores),
-                &args.rollouts,
-                &options,
-                args.format,
-            )
-            .map(|_| ExitCode::SUCCESS)
+            let stores = stores_or_demo(args.stores);
+            let rows = read_rows(&stores, &cli.explore.rows);
+            build(&stores, &args.rollouts, &options, args.format, &rows).map(|_| ExitCode::SUCCESS)
         }
         Some(Command::Check(args)) => {
-            build(&args.stores, &[], &VerdictOptions::default(), Format::Table).map(|analyses| {
+            let rows = read_rows(&args.stores, &cli.explore.rows);
+            build(
+                &args.stores,
+                &[],
+                &VerdictOptions::default(),
+                Format::Table,
+                &rows,
+            )
+            .map(|analyses| {
                 let failed = analyses.contains(&(Lifecycle::Frozen, Verdict::Masked));
                 if failed {
                     ExitCode::from(1)
@@ -58,6 +63,17 @@ fn main() -> ExitCode {
     })
 }
 
+/// Analyze every location with the observations of its row.
+fn analyze_rows(
+    locations: &[tokscope::store::RolloutLocation],
+    options: &VerdictOptions,
+    rows: &Rows,
+) -> Vec<Analysis> {
+    let mut out = Vec::with_capacity(locations.len());
+    analyze_in_order(locations, options, rows, |a| a, |a| out.push(a));
+    out
+}
+
 /// How the explorer starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Start {
@@ -79,7 +95,14 @@ fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<Path
 fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        build(&stores, &[], &VerdictOptions::default(), Format::Table)?;
+        let rows = read_rows(&stores, &args.rows);
+        build(
+            &stores,
+            &[],
+            &VerdictOptions::default(),
+            Format::Table,
+            &rows,
+        )?;
         return Ok(());
     }
     // Fail early, with one clear line, on a directory that cannot be listed.
@@ -91,7 +114,8 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     let mut app = if watch_live {
         tokscope::app::App::new_live(stores.clone(), options.clone(), size)
     } else {
-        let analyses = analyze_all(&locate(&stores, &[])?, &options);
+        let rows = read_rows(&stores, &args.rows);
+        let analyses = analyze_rows(&locate(&stores, &[])?, &options, &rows);
         tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
     };
     app.max_mask_fraction = args.max_mask_fraction;
@@ -112,6 +136,7 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
                     None => tokscope::live::watch::WatchMode::Events,
                 },
                 verdict: options,
+                rows: args.rows.clone(),
                 ..Default::default()
             },
         )
@@ -152,13 +177,38 @@ fn stores_or_demo(stores: Vec<PathBuf>) -> Vec<PathBuf> {
 /// What `check` needs to know of each rollout.
 type Outcome = (Lifecycle, Verdict);
 
+/// Rows given with `--rollouts`, plus those found in the store directories.
+fn read_rows(stores: &[PathBuf], paths: &[PathBuf]) -> Rows {
+    let mut rows = Rows::read(paths);
+    rows.discover(stores);
+    for problem in &rows.problems {
+        eprintln!(
+            "tokscope: {}:{}: {}",
+            problem.source.file.display(),
+            problem.source.line,
+            tokscope::text::sanitize(&problem.message)
+        );
+    }
+    rows
+}
+
 fn build(
     stores: &[PathBuf],
     only: &[String],
     options: &VerdictOptions,
     format: Format,
+    rows: &Rows,
 ) -> anyhow::Result<Vec<Outcome>> {
     let locations = locate(stores, only)?;
+    let ids: std::collections::HashSet<&str> = locations.iter().map(|l| l.id.as_str()).collect();
+    for key in rows.unmatched(&ids) {
+        if only.is_empty() {
+            eprintln!(
+                "tokscope: a rollout row names {}, which is in no store",
+                tokscope::text::sanitize(key)
+            );
+        }
+    }
     // `Stdout` (not its lock) so the jsonl writer can run on whichever worker finishes.
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
     let outcome = |a: &Analysis| (a.lifecycle, a.verdict);
@@ -170,6 +220,7 @@ fn build(
             analyze_in_order(
                 &locations,
                 options,
+                rows,
                 |analysis| {
                     let mut line = Vec::with_capacity(analysis.report_size_hint());
                     serde_json::to_writer(&mut line, &analysis.report())
@@ -188,12 +239,12 @@ fn build(
             outcomes
         }
         Format::Table => {
-            let analyses = analyze_all(&locations, options);
+            let analyses = analyze_rows(&locations, options, rows);
             out.write_all(tokscope::table::render(&analyses).as_bytes())?;
             analyses.iter().map(outcome).collect()
         }
         Format::Json => {
-            let analyses = analyze_all(&locations, options);
+            let analyses = analyze_rows(&locations, options, rows);
             let reports: Vec<_> = analyses.iter().map(Analysis::report).collect();
             serde_json::to_writer_pretty(&mut out, &reports)?;
             out.write_all(b"\n")?;

@@ -311,3 +311,172 @@ pub fn write_bench_store(dir: &Path) -> std::io::Result<usize> {
     }
     Ok(total_calls)
 }
+
+/// Rollout rows for every rollout of a store, as a harness would record them: one root agent
+/// invocation owning the main tree's calls, a subagent (spawned by a tool call) for each other
+/// root, the tool calls of each call's `function_call` items, a compaction before each call
+/// the resolver could not link, a verifier with a judge call (never captured), a sandbox, and
+/// the final response the harness kept. Every third model call is referenced by response id
+/// only, so the join through the trajectory's model calls is exercised.
+pub fn rows_for_store(dir: &Path) -> Vec<Value> {
+    let locations = crate::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();
+    let analyses = crate::load::analyze_all(&locations, &crate::verdict::VerdictOptions::default());
+    analyses.iter().map(row_for).collect()
+}
+
+fn row_for(analysis: &crate::verdict::Analysis) -> Value {
+    let rid = analysis.rollout_id();
+    let records = &analysis.capture.records;
+    let mut model_calls = Vec::new();
+    let mut tool_calls = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        let tools: Vec<&Map<String, Value>> = record
+            .output_items
+            .iter()
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))
+            .collect();
+        model_calls.push(json!({
+            "model_call_id": record.model_call_id,
+            "started_at": record.created_at - 0.4,
+            "completed_at": record.created_at,
+            "duration_ms": 400.0 + (index % 5) as f64 * 35.0,
+            "response_metadata": {"response_id": format!("resp-{}", record.model_call_id),
+                "finish_reason": if tools.is_empty() { "stop" } else { "tool_calls" },
+                "response_status": "completed", "model": record.model},
+            "token_stats": {"prompt_tokens": record.prompt_token_ids.len(),
+                "completion_tokens": record.generation_token_ids.len()},
+        }));
+        for item in tools {
+            let id = item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .unwrap_or("tool")
+                .to_owned();
+            tool_calls.push(json!({
+                "tool_call_id": id, "span_id": format!("span-{id}"), "invocation_id": format!("inv-{rid}"),
+                "tool_name": item.get("name"), "status": "completed", "duration_ms": 120.0,
+                "model_call_id": record.model_call_id, "sandbox_id": format!("sb-{rid}"),
+            }));
+        }
+    }
+    let reference = |index: usize, call: &str| {
+        if index % 3 == 2 {
+            json!({"response_id": format!("resp-{call}")})
+        } else {
+            json!({"model_call_id": call})
+        }
+    };
+    let mut invocations = Vec::new();
+    let mut records_kinds = Vec::new();
+    let main_root = analysis
+        .build
+        .as_ref()
+        .and_then(|b| b.main_chain().map(|c| c.links[0].node));
+    if let Some(build) = &analysis.build {
+        let roots: Vec<usize> = (0..build.nodes.len())
+            .filter(|&n| build.nodes[n].parent.is_none())
+            .collect();
+        let under = |root: usize| {
+            let mut members = vec![root];
+            let mut at = 0;
+            while at < members.len() {
+                members.extend_from_slice(&build.nodes[members[at]].children);
+                at += 1;
+            }
+            members
+        };
+        // A compaction continues the same agent: its unlinked call stays in that invocation.
+        let compacted: Vec<usize> = roots
+            .iter()
+            .copied()
+            .filter(|&r| build.nodes[r].note == Some(crate::build::LinkNote::ParentUnresolved))
+            .collect();
+        for (k, &root) in roots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !compacted.contains(r))
+        {
+            // Every call under this root (and, for the main agent, after its compactions).
+            let is_main = Some(root) == main_root || (main_root.is_none() && k == 0);
+            let mut members = under(root);
+            if is_main {
+                for &c in &compacted {
+                    members.extend(under(c));
+                }
+            }
+            members.sort_by(|&a, &b| {
+                records[build.nodes[a].record]
+                    .created_at
+                    .total_cmp(&records[build.nodes[b].record].created_at)
+            });
+            let calls: Vec<Value> = members
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| reference(i, &records[build.nodes[n].record].model_call_id))
+                .collect();
+            let id = if is_main {
+                format!("inv-{rid}")
+            } else {
+                format!("inv-{rid}-sub{k}")
+            };
+            let mut invocation = json!({"kind": "agent_invocation", "invocation_id": id,
+                "status": "completed", "stop_reason": "end_turn", "agent_instance": if is_main { "main" } else { "helper" },
+                "model_calls": calls, "duration_ms": 1000.0 * members.len() as f64});
+            if !is_main {
+                let spawn = format!("spawn-{rid}-{k}");
+                invocation["parent_invocation_id"] = json!(format!("inv-{rid}"));
+                invocation["spawned_by_tool_call_id"] = json!(spawn);
+                tool_calls.push(json!({"tool_call_id": spawn, "span_id": format!("span-{spawn}"),
+                    "invocation_id": format!("inv-{rid}"), "tool_name": "spawn_subagent", "status": "completed",
+                    "duration_ms": 2500.0}));
+            }
+            // A compaction before each call whose parent link the resolver could not make.
+            for (position, &n) in members.iter().enumerate() {
+                if build.nodes[n].note == Some(crate::build::LinkNote::ParentUnresolved) {
+                    let call = &records[build.nodes[n].record].model_call_id;
+                    let before = position.checked_sub(1).map(|p| {
+                        records[build.nodes[members[p]].record]
+                            .model_call_id
+                            .clone()
+                    });
+                    records_kinds.push(json!({"kind": "context_compaction", "invocation_id": id,
+                        "before_model_call": before.map(|b| json!({"model_call_id": b})),
+                        "after_model_call": {"model_call_id": call}, "tokens_before": 8000, "tokens_after": 1200,
+                        "trigger": "auto", "outcome": "completed", "model_calls": [], "source_message_ids": []}));
+                }
+            }
+            invocations.push(invocation);
+        }
+    }
+    records_kinds.push(json!({"kind": "sandbox", "sandbox_id": format!("sb-{rid}"), "role": "agent",
+        "outcome": "completed", "wall_time_s": 12.5, "peak_memory_mib": 512.0, "cpu_time_s": 3.2, "cleanup_errors": []}));
+    let terminal = analysis.build.as_ref().and_then(|b| {
+        b.main_chain().map(|c| {
+            records[b.nodes[c.links.last().unwrap().node].record]
+                .model_call_id
+                .clone()
+        })
+    });
+    let judge = format!("judge-{rid}");
+    model_calls.push(json!({"model_call_id": judge, "duration_ms": 300.0,
+        "response_metadata": {"response_id": format!("resp-{judge}"), "finish_reason": "stop", "response_status": "completed"}}));
+    let mut row = json!({
+        "responses_create_params": {"input": []},
+        "reward": 1.0,
+        "ng_trajectory": {"schema_version": "2.0", "task_id": format!("task-{rid}"), "rollout_id": rid,
+            "capture_key": rid, "invocations": [], "turns": [], "model_calls": model_calls,
+            "tool_calls": tool_calls, "verifier_invocations": [{"kind": "verifier_invocation",
+                "invocation_id": format!("verify-{rid}"), "status": "completed",
+                "model_calls": [{"model_call_id": judge}],
+                "grading_operations": [{"kind": "llm_judge", "operation_id": "op-1", "outcome": "completed"}],
+                "grading_record": {"verifier": "judge_server", "score": 1.0, "verdict": "scored",
+                    "result_binding_sha256": "0".repeat(64)}}],
+            "gaps": [], "failure_events": {}},
+        "ng_agent_observations": {"schema_version": "2.0", "source": "demo_agent",
+            "records": invocations.into_iter().chain(records_kinds).collect::<Vec<_>>(), "gaps": []},
+    });
+    if let Some(terminal) = terminal {
+        row["response"] = json!({"id": format!("resp-{terminal}"), "object": "response"});
+    }
+    row
+}

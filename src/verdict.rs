@@ -26,6 +26,9 @@ pub struct VerdictOptions {
     pub mask_incomplete_when_attributed: bool,
     /// Digests remembered across rebuilds of one growing rollout (live monitoring).
     pub digest_memo: Option<std::sync::Arc<crate::build::merge::DigestMemo>>,
+    /// What the harness observed around the capture (its rollout row), when known. A declared
+    /// final response joined to a model call becomes the terminal; unmatched, it masks.
+    pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
 }
 
 impl Default for VerdictOptions {
@@ -35,6 +38,7 @@ impl Default for VerdictOptions {
             terminal_call_id: None,
             mask_incomplete_when_attributed: true,
             digest_memo: None,
+            observations: None,
         }
     }
 }
@@ -97,6 +101,8 @@ pub enum MaskReason {
     TerminalNotFound(String),
     /// The named terminal call is not on the delivered chain.
     TerminalNotDelivered(String),
+    /// The rollout row declares a final response that matches no model call.
+    DeclaredResponseUnmatched(String),
 }
 
 impl MaskReason {
@@ -115,6 +121,7 @@ impl MaskReason {
             MaskReason::NothingDelivered => "nothing_delivered",
             MaskReason::TerminalNotFound(_) => "terminal_not_found",
             MaskReason::TerminalNotDelivered(_) => "terminal_not_delivered",
+            MaskReason::DeclaredResponseUnmatched(_) => "declared_response_unmatched",
         }
     }
 
@@ -173,6 +180,12 @@ impl fmt::Display for MaskReason {
             MaskReason::TerminalNotFound(call) => write!(f, "terminal {call} has no record"),
             MaskReason::TerminalNotDelivered(call) => {
                 write!(f, "terminal {call} is not on the delivered chain")
+            }
+            MaskReason::DeclaredResponseUnmatched(response) => {
+                write!(
+                    f,
+                    "declared final response {response} matches no model call"
+                )
             }
         }
     }
@@ -271,10 +284,19 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     }
 
     let records = &capture.records;
+    // The harness's declared final response names the terminal, unless one was given.
+    let declared = options
+        .observations
+        .as_ref()
+        .and_then(|o| o.declared_terminal());
+    let terminal_call_id = options
+        .terminal_call_id
+        .clone()
+        .or_else(|| declared.as_ref().and_then(|d| d.as_ref().ok().cloned()));
     let build = prefix_merging(
         records,
         &BuildOptions {
-            terminal_call_id: options.terminal_call_id.clone(),
+            terminal_call_id: terminal_call_id.clone(),
             digest_memo: options.digest_memo.clone(),
         },
     );
@@ -318,7 +340,10 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         }
     }
     let mut terminal_delivered = false;
-    if let Some(terminal) = &options.terminal_call_id {
+    if let Some(Err(response)) = &declared {
+        reasons.push(MaskReason::DeclaredResponseUnmatched(response.clone()));
+    }
+    if let Some(terminal) = &terminal_call_id {
         if !records.iter().any(|r| &r.model_call_id == terminal) {
             reasons.push(MaskReason::TerminalNotFound(terminal.clone()));
         } else if build.notes.terminal_chain != "main" {
@@ -494,6 +519,11 @@ impl Analysis {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+            observations: self
+                .options
+                .observations
+                .as_ref()
+                .map(|o| crate::observe::graph::summary(o, self)),
         }
     }
 }
@@ -517,6 +547,8 @@ pub struct Report<'a> {
     lifecycle: Lifecycle,
     reasons: Vec<ReasonReport>,
     read_issues: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observations: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]

@@ -354,3 +354,46 @@ fn replay_steps_jumps_plays_and_restores() {
     let after: Vec<Value> = app.analyses.iter().map(report).collect();
     assert_eq!(after, before);
 }
+
+fn rows_follow(mode: WatchMode) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().to_path_buf();
+    let handle = watch(
+        vec![dir.clone()],
+        WatchOptions {
+            mode,
+            ..WatchOptions::default()
+        },
+    );
+    let mut rollout = linear_rollout("r", 3, &mut Rng::new(41), 5, false, true);
+    rollout.frozen = true;
+    rollout.write(&dir).unwrap();
+    let wait_for = |pred: &dyn Fn(&tokscope::verdict::Analysis) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(StoreEvent::Updated(a)) =
+                handle.events.recv_timeout(Duration::from_millis(200))
+                && pred(&a)
+            {
+                return *a;
+            }
+        }
+        panic!("no such update");
+    };
+    wait_for(&|a| a.capture.records.len() == 3);
+    let rows = tokscope::synth::rows_for_store(&dir);
+    std::fs::write(dir.join("rollouts.jsonl"), format!("{}\n", rows[0])).unwrap();
+    let joined = wait_for(&|a| a.options.observations.is_some());
+    let report = serde_json::to_value(joined.report()).unwrap();
+    assert_eq!(report["observations"]["invocations"], 1);
+}
+
+#[test]
+fn rows_in_the_store_are_followed_with_events() {
+    rows_follow(WatchMode::Events);
+}
+
+#[test]
+fn rows_in_the_store_are_followed_when_polling() {
+    rows_follow(WatchMode::Poll(Duration::from_millis(20)));
+}

@@ -59,6 +59,12 @@ fn no_command_changes_the_store() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), store.join(entry.file_name())).unwrap();
     }
+    // Rollout rows inside the store are found and read too: they must stay untouched as well.
+    std::fs::copy(
+        common::fixture("rows/store-1-0.rows.jsonl"),
+        store.join("rollouts.jsonl"),
+    )
+    .unwrap();
     // Make access times older than modification times, so relatime would update them.
     std::thread::sleep(std::time::Duration::from_millis(20));
     let before = snapshot(&store);

@@ -17,6 +17,7 @@ use crate::build::{Origin, Provenance, RecordFate, provenance};
 use crate::gaps::Gap;
 use crate::live::StoreEvent;
 use crate::live::replay::Replay;
+use crate::observe::graph::GraphLine;
 use crate::store::layout::natural_cmp;
 use crate::ui::strings;
 use crate::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions, analyze};
@@ -36,16 +37,19 @@ pub enum Pane {
     Tokens,
     /// Record, verdict and notes.
     Inspector,
-    /// Capture gaps.
+    /// Capture, observation and join gaps.
     Gaps,
+    /// The observation graph.
+    Graph,
 }
 
-const PANES: [Pane; 5] = [
+const PANES: [Pane; 6] = [
     Pane::List,
     Pane::Tree,
     Pane::Tokens,
     Pane::Inspector,
     Pane::Gaps,
+    Pane::Graph,
 ];
 
 /// Columns the rollout list can be sorted by.
@@ -165,6 +169,10 @@ pub struct RolloutView {
     pub gap_selected: usize,
     /// Records the rollout had before its last change, and when: newer calls are highlighted.
     pub new_records: Option<(usize, Instant)>,
+    /// The observation graph's lines (empty without a rollout row).
+    pub graph: Vec<GraphLine>,
+    /// Selected graph line.
+    pub graph_selected: usize,
 }
 
 /// The whole application state.
@@ -529,7 +537,7 @@ impl App {
 
     fn focus_pane(&mut self, pane: Pane) {
         self.focus = pane;
-        if matches!(pane, Pane::Inspector | Pane::Gaps) {
+        if matches!(pane, Pane::Inspector | Pane::Gaps | Pane::Graph) {
             self.detail = pane;
         }
     }
@@ -540,7 +548,7 @@ impl App {
             Pane::List => inner_rows(areas.list).saturating_sub(1),
             Pane::Tree => inner_rows(areas.tree),
             Pane::Tokens => token_rows(areas.tokens) * tokens_per_row(areas.tokens),
-            Pane::Inspector | Pane::Gaps => inner_rows(areas.detail),
+            Pane::Inspector | Pane::Gaps | Pane::Graph => inner_rows(areas.detail),
         }
         .max(1)
     }
@@ -588,6 +596,11 @@ impl App {
             Pane::Gaps => {
                 if let Some(view) = &mut self.view {
                     view.gap_selected = step(view.gap_selected, view.gaps.len());
+                }
+            }
+            Pane::Graph => {
+                if let Some(view) = &mut self.view {
+                    view.graph_selected = step(view.graph_selected, view.graph.len());
                 }
             }
         }
@@ -674,6 +687,8 @@ impl App {
             gaps: Vec::new(),
             gap_selected: 0,
             new_records: None,
+            graph: Vec::new(),
+            graph_selected: 0,
         });
         self.rebuild_view();
     }
@@ -685,6 +700,13 @@ impl App {
         };
         let analysis = shown_of(&self.analyses, &view.what_if, view.index);
         view.gaps = view::gaps(analysis);
+        view.graph = analysis
+            .options
+            .observations
+            .as_ref()
+            .map(|o| crate::observe::graph::lines(o, analysis))
+            .unwrap_or_default();
+        view.graph_selected = view.graph_selected.min(view.graph.len().saturating_sub(1));
         view.gap_selected = view.gap_selected.min(view.gaps.len().saturating_sub(1));
         view.divergence = None;
         match &analysis.build {
@@ -724,8 +746,34 @@ impl App {
         }
     }
 
-    /// Put the token cursor on the selected call's generation (switching chain if needed).
+    /// Put the token cursor on the selected call's generation (switching chain if needed),
+    /// and the graph selection on its model call.
     fn follow_tree_selection(&mut self) {
+        self.follow_in_graph();
+        self.follow_tokens();
+    }
+
+    fn follow_in_graph(&mut self) {
+        let Some(record) = self.selected_record() else {
+            return;
+        };
+        let Some(call) = self
+            .shown()
+            .map(|a| a.capture.records[record].model_call_id.clone())
+        else {
+            return;
+        };
+        if let Some(view) = &mut self.view
+            && let Some(line) = view
+                .graph
+                .iter()
+                .position(|l| l.call.as_deref() == Some(call.as_str()))
+        {
+            view.graph_selected = line;
+        }
+    }
+
+    fn follow_tokens(&mut self) {
         let Some(node) = self.selected_node() else {
             return;
         };
@@ -779,6 +827,14 @@ impl App {
                 self.select_call(&call);
             }
             Pane::Tree => self.show_divergence(),
+            Pane::Graph => {
+                let Some(view) = &self.view else { return };
+                match view.graph.get(view.graph_selected).map(|l| l.call.clone()) {
+                    Some(Some(call)) => self.select_call(&call),
+                    Some(None) => self.message = Some(strings::NOT_A_CALL.into()),
+                    None => {}
+                }
+            }
             _ => {}
         }
     }
@@ -1372,6 +1428,14 @@ impl App {
                             let offset = scroll_offset(view.gap_selected, inner_rows(rect));
                             if row + offset < view.gaps.len() {
                                 view.gap_selected = row + offset;
+                            }
+                        }
+                    }
+                    Pane::Graph => {
+                        if let Some(view) = &mut self.view {
+                            let offset = scroll_offset(view.graph_selected, inner_rows(rect));
+                            if row + offset < view.graph.len() {
+                                view.graph_selected = row + offset;
                             }
                         }
                     }

@@ -126,9 +126,13 @@ fn descendants(build: &BuildOutput, node: usize) -> usize {
     count
 }
 
-/// The gaps of a rollout (capture gaps; observation gaps join them later).
+/// The gaps of a rollout: capture gaps, then observation and join gaps when its row is known.
 pub fn gaps(analysis: &Analysis) -> Vec<Gap> {
-    capture_gaps(analysis)
+    let mut gaps = capture_gaps(analysis);
+    if let Some(observations) = &analysis.options.observations {
+        gaps.extend(crate::observe::graph::gaps(observations, analysis));
+    }
+    gaps
 }
 
 #[cfg(test)]

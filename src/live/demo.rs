@@ -81,9 +81,14 @@ pub fn start(source: &Path, target: &Path, seconds_per_call: f64) -> std::io::Re
     let thread_stop = Arc::clone(&stop);
     let dir = target.to_path_buf();
     let thread_dir = dir.clone();
+    let rows_source = source.to_path_buf();
     let thread = std::thread::Builder::new()
         .name("tokscope-demo".into())
-        .spawn(move || write_all(&thread_dir, &sources, steps, &thread_stop))?;
+        .spawn(move || {
+            write_all(&thread_dir, &sources, steps, &thread_stop)?;
+            // The harness writes its rollout rows once the rollouts are done.
+            copy_rows(&rows_source, &thread_dir)
+        })?;
     Ok(DemoWriter {
         stop,
         thread: Some(thread),
@@ -153,6 +158,20 @@ fn schedule(source: &Path, seconds_per_call: f64) -> std::io::Result<(Vec<Source
     }
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
     Ok((sources, steps))
+}
+
+/// Copy the rows files (`*.jsonl` that are not token files) of `source` into `target`.
+fn copy_rows(source: &Path, target: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(source)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".jsonl") && !name.ends_with(".tokens.jsonl") {
+            let temporary = target.join(format!(".{name}.partial"));
+            std::fs::copy(&path, &temporary)?;
+            std::fs::rename(&temporary, target.join(name))?;
+        }
+    }
+    Ok(())
 }
 
 fn append_synced(path: &Path, bytes: &[u8]) -> std::io::Result<u64> {

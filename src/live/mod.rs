@@ -13,6 +13,7 @@ pub mod watch;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::observe::Rows;
 use crate::store::layout::{FileKind, classify, natural_cmp};
 use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
 use crate::store::{RolloutLocation, StoreDirError};
@@ -125,16 +126,91 @@ pub struct LiveStore {
     dirs: Vec<PathBuf>,
     rollouts: HashMap<RolloutLocation, LiveRollout>,
     options: VerdictOptions,
+    row_paths: Vec<PathBuf>,
+    rows: Rows,
 }
 
 impl LiveStore {
     /// Follow `dirs` (nothing is read yet).
     pub fn new(dirs: Vec<PathBuf>, options: VerdictOptions) -> LiveStore {
-        LiveStore {
+        LiveStore::with_rows(dirs, options, Vec::new())
+    }
+
+    /// Follow `dirs`, with rollout rows from `row_paths` and the rows files in `dirs`.
+    pub fn with_rows(
+        dirs: Vec<PathBuf>,
+        options: VerdictOptions,
+        row_paths: Vec<PathBuf>,
+    ) -> LiveStore {
+        let mut store = LiveStore {
             dirs,
             rollouts: HashMap::new(),
             options,
+            row_paths,
+            rows: Rows::default(),
+        };
+        store.reload_rows();
+        store
+    }
+
+    /// Read the rollout rows again.
+    pub fn reload_rows(&mut self) {
+        self.rows = Rows::read(&self.row_paths);
+        self.rows.discover(&self.dirs);
+    }
+
+    /// The rows read.
+    pub fn rows(&self) -> &Rows {
+        &self.rows
+    }
+
+    /// Rows changed: read them again and judge every rollout anew.
+    pub fn rows_changed(&mut self) -> Vec<Analysis> {
+        self.reload_rows();
+        let mut changes = Vec::new();
+        for (location, rollout) in &mut self.rollouts {
+            let options = crate::load::options_for(&self.options, &self.rows, location);
+            changes.push(rollout.analyze(&options, Vec::new()));
         }
+        changes
+    }
+
+    /// Size and modification time of every rows file (to notice changes when polling).
+    pub fn rows_stamp(&self) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+        let mut files: Vec<PathBuf> = self.rows.files.clone();
+        for dir in &self.dirs {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                files.extend(
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|p| self.is_rows_file(p)),
+                );
+            }
+        }
+        files.sort();
+        files.dedup();
+        files
+            .into_iter()
+            .map(|f| {
+                let meta = std::fs::metadata(&f).ok();
+                let stamp = (
+                    meta.as_ref().map_or(0, |m| m.len()),
+                    meta.and_then(|m| m.modified().ok()),
+                );
+                (f, stamp.0, stamp.1)
+            })
+            .collect()
+    }
+
+    /// Whether `path` is a rows file of a followed directory.
+    pub fn is_rows_file(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.ends_with(".jsonl")
+            && !name.ends_with(".tokens.jsonl")
+            && path
+                .parent()
+                .is_some_and(|dir| self.dirs.iter().any(|d| same_dir(d, dir)))
     }
 
     /// The directories followed.
@@ -169,11 +245,11 @@ impl LiveStore {
 
     /// Refresh one rollout (following it from now on); `Some` when it changed.
     pub fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
-        let options = &self.options;
+        let options = crate::load::options_for(&self.options, &self.rows, location);
         self.rollouts
             .entry(location.clone())
             .or_insert_with(|| LiveRollout::new(location.clone()))
-            .refresh(options)
+            .refresh(&options)
     }
 
     /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.

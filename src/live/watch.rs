@@ -31,6 +31,8 @@ pub struct WatchOptions {
     pub coalesce: Duration,
     /// How rollouts are judged.
     pub verdict: VerdictOptions,
+    /// Rollout rows outside the store directories (those inside are found and followed).
+    pub rows: Vec<PathBuf>,
 }
 
 impl Default for WatchOptions {
@@ -39,6 +41,7 @@ impl Default for WatchOptions {
             mode: WatchMode::Events,
             coalesce: Duration::from_millis(5),
             verdict: VerdictOptions::default(),
+            rows: Vec::new(),
         }
     }
 }
@@ -94,7 +97,8 @@ fn run(
     sender: Sender<StoreEvent>,
     stop: Arc<AtomicBool>,
 ) {
-    let mut store = LiveStore::new(dirs.clone(), options.verdict.clone());
+    let mut store =
+        LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
     // Subscribe before the first scan, so nothing written during it is missed.
     let (fs_sender, fs_events) = mpsc::channel::<notify::Result<notify::Event>>();
     let mut watcher = match options.mode {
@@ -126,8 +130,16 @@ fn run(
     }
     match options.mode {
         WatchMode::Poll(interval) => {
+            let mut rows_stamp = store.rows_stamp();
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(interval);
+                let stamp = store.rows_stamp();
+                if stamp != rows_stamp {
+                    rows_stamp = stamp;
+                    if !send_all(&sender, Ok(store.rows_changed())) {
+                        return;
+                    }
+                }
                 if !send_all(&sender, store.rescan()) {
                     return;
                 }
@@ -150,6 +162,7 @@ fn run(
                     }
                 }
                 let mut rescan = false;
+                let mut rows_changed = false;
                 let mut dirty = BTreeSet::new();
                 for event in batch {
                     match event {
@@ -158,10 +171,14 @@ fn run(
                         // it would make every refresh trigger the next one.
                         Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
                         Ok(event) => {
-                            dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)))
+                            rows_changed |= event.paths.iter().any(|p| store.is_rows_file(p));
+                            dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)));
                         }
                         Err(_) => rescan = true,
                     }
+                }
+                if rows_changed && !send_all(&sender, Ok(store.rows_changed())) {
+                    return;
                 }
                 let ok = if rescan {
                     send_all(&sender, store.rescan())

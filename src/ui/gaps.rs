@@ -22,6 +22,8 @@ fn label(kind: GapKind) -> &'static str {
         GapKind::EmptyGeneration => "empty gen",
         GapKind::DroppedChain => "dropped",
         GapKind::ReadIssue => "read",
+        GapKind::Observation => "observed",
+        GapKind::Join => "join",
     }
 }
 

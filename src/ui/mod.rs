@@ -1,6 +1,7 @@
 //! Drawing: a pure function of the application state. One module per pane.
 
 pub mod gaps;
+pub mod graph;
 pub mod help;
 pub mod inspector;
 pub mod list;
@@ -29,6 +30,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     tokens::draw(frame, app, theme, areas.tokens);
     match app.detail {
         Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
+        Pane::Graph => graph::draw(frame, app, theme, areas.detail),
         _ => inspector::draw(frame, app, theme, areas.detail),
     }
     draw_status(frame, app, theme, areas.status);

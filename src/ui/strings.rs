@@ -59,6 +59,13 @@ pub const NO_SELECTION: &str = "no rollout selected";
 pub const NO_BUILD: &str = "no build: the records could not be read (see the inspector and gaps)";
 /// No chain to show.
 pub const NO_CHAIN: &str = "no chain to show";
+/// Graph pane title.
+pub const TITLE_GRAPH: &str = "observation graph";
+/// No rollout row.
+pub const NO_OBSERVATIONS: &str =
+    "no rollout row for this rollout: pass --rollouts PATH (rows files in the store are found)";
+/// Enter on a graph line that is no model call.
+pub const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
 /// No gaps.
 pub const NO_GAPS: &str = "no gaps: everything was observed and joined";
 /// Token legend.

@@ -1,0 +1,65 @@
+//! The observation graph pane: agents, subagents, model calls, tools, compactions, verifiers.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{Theme, clip, pane_block, strings};
+use crate::app::layout::{inner_rows, inner_width};
+use crate::app::{App, Pane, scroll_offset};
+use crate::text::sanitize;
+
+/// Draw the graph of the open rollout.
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let focused = app.focus == Pane::Graph;
+    let Some(view) = &app.view else {
+        let block = pane_block(strings::TITLE_GRAPH.into(), focused, theme);
+        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        return;
+    };
+    let block = pane_block(
+        format!("{} ({})", strings::TITLE_GRAPH, view.graph.len()),
+        focused,
+        theme,
+    );
+    if view.graph.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled(strings::NO_OBSERVATIONS, theme.dim())).block(block),
+            area,
+        );
+        return;
+    }
+    let width = inner_width(area);
+    let height = inner_rows(area);
+    let offset = scroll_offset(view.graph_selected, height);
+    let lines: Vec<Line> = view
+        .graph
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(index, line)| {
+            let text = clip(
+                &format!(
+                    "{}{}",
+                    "  ".repeat(line.depth.min(10)),
+                    sanitize(&line.text)
+                ),
+                width,
+            );
+            let mut style = if line.problem {
+                theme.problem()
+            } else if line.call.is_some() {
+                theme.good()
+            } else {
+                ratatui::style::Style::new()
+            };
+            if index == view.graph_selected {
+                style = style.patch(theme.selected());
+            }
+            Line::from(Span::styled(text, style))
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

@@ -1,0 +1,323 @@
+//! The observation graph: rollout rows joined to the token capture by identifiers only, every
+//! observation gap and join gap listed, the declared terminal, the graph pane and its links
+//! to the chain tree and the token pane.
+
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use tokscope::app::{App, Message, Pane};
+use tokscope::gaps::GapKind;
+use tokscope::observe::Rows;
+use tokscope::observe::graph::{CallState, call_state, lines};
+use tokscope::ui::{Theme, draw};
+use tokscope::verdict::{Analysis, VerdictOptions};
+
+const STORE: &str = "tests/fixtures/conformance/store-1-0";
+const ROWS: &str = "tests/fixtures/rows/store-1-0.rows.jsonl";
+
+fn load() -> (Rows, Vec<Analysis>) {
+    let stores = vec![PathBuf::from(STORE)];
+    let mut rows = Rows::read(&[PathBuf::from(ROWS)]);
+    rows.discover(&stores);
+    let locations = tokscope::load::locate(&stores, &[]).unwrap();
+    let mut analyses = Vec::new();
+    tokscope::load::analyze_in_order(
+        &locations,
+        &VerdictOptions::default(),
+        &rows,
+        |a| a,
+        |a| analyses.push(a),
+    );
+    (rows, analyses)
+}
+
+fn find<'a>(analyses: &'a [Analysis], id: &str) -> &'a Analysis {
+    analyses.iter().find(|a| a.rollout_id() == id).unwrap()
+}
+
+fn graph_text(analysis: &Analysis) -> String {
+    let obs = analysis
+        .options
+        .observations
+        .as_ref()
+        .expect("a row joined this rollout");
+    lines(obs, analysis)
+        .iter()
+        .map(|l| format!("{}{}\n", "  ".repeat(l.depth), l.text))
+        .collect()
+}
+
+fn gap_texts(analysis: &Analysis) -> Vec<String> {
+    tokscope::app::view::gaps(analysis)
+        .iter()
+        .filter(|g| matches!(g.kind, GapKind::Observation | GapKind::Join))
+        .map(|g| format!("{} {}", g.call.clone().unwrap_or_default(), g.detail))
+        .collect()
+}
+
+#[test]
+fn rows_are_read_leniently_with_problems_located() {
+    let (rows, analyses) = load();
+    assert_eq!(
+        rows.by_rollout.len(),
+        31,
+        "30 rollouts and one row for no rollout"
+    );
+    assert_eq!(rows.problems.len(), 1);
+    assert_eq!(rows.problems[0].source.line, 32);
+    assert!(rows.problems[0].message.contains("malformed"));
+    let ids = analyses.iter().map(|a| a.rollout_id()).collect();
+    assert_eq!(rows.unmatched(&ids), vec!["9-9-a9"]);
+    // Schema 1.0 without capture_key joins by rollout_id.
+    assert!(find(&analyses, "0-7-a0").options.observations.is_some());
+}
+
+#[test]
+fn subagent_cycle_verifier_and_judge_call() {
+    let (_, analyses) = load();
+    let text = graph_text(find(&analyses, "0-3-a1"));
+    assert!(
+        text.contains("spawned by tool call spawn-0-3-a1-"),
+        "{text}"
+    );
+    assert!(text.contains("⟲ parent cycle"), "{text}");
+    assert!(
+        text.contains("✓ verifier verify-0-3-a1 (completed) judge_server: score 1 scored"),
+        "{text}"
+    );
+    assert!(
+        text.contains("● judge judge-0-3-a1 [no token record]"),
+        "{text}"
+    );
+    assert!(text.contains("∑ grading llm_judge (completed)"), "{text}");
+    assert!(
+        text.contains("□ sandbox sb-0-3-a1 agent (completed) wall 12.5s peak 512MiB cpu 3.2s"),
+        "{text}"
+    );
+    let gaps = gap_texts(find(&analyses, "0-3-a1"));
+    assert!(
+        gaps.iter().any(|g| g.contains("is on a parent cycle")),
+        "{gaps:?}"
+    );
+    assert!(
+        gaps.iter()
+            .any(|g| g.starts_with("judge-0-3-a1 observed model call with no token record")),
+        "{gaps:?}"
+    );
+}
+
+#[test]
+fn tools_compactions_and_call_states() {
+    let (_, analyses) = load();
+    let clean = find(&analyses, "0-0-a0");
+    let text = graph_text(clean);
+    assert!(
+        text.contains("⚒ tool search (failed 120ms) sandbox sb-0-0-a0"),
+        "{text}"
+    );
+    assert!(text.contains("(timeout 120ms)"), "{text}");
+    assert!(text.contains("[in main]"), "{text}");
+    let obs = clean.options.observations.as_ref().unwrap();
+    let flagged: Vec<_> = lines(obs, clean)
+        .into_iter()
+        .filter(|l| l.problem)
+        .collect();
+    assert!(
+        flagged.len() >= 3,
+        "failed tool, timed-out tool and the judge call are flagged"
+    );
+    let compaction = graph_text(find(&analyses, "0-5-a0"));
+    assert!(
+        compaction.contains("⇣ compaction (completed) tokens 8000→1200 trigger=auto"),
+        "{compaction}"
+    );
+    // A retry sibling the build quarantined.
+    let retry = find(&analyses, "0-1-a1");
+    let quarantined = &retry.build.as_ref().unwrap().quarantined[0];
+    assert_eq!(call_state(retry, quarantined), CallState::Quarantined);
+    assert!(graph_text(retry).contains("[quarantined]"));
+}
+
+#[test]
+fn observation_and_join_gaps_are_listed() {
+    let (_, analyses) = load();
+    let gaps = gap_texts(find(&analyses, "0-2-a1"));
+    assert!(gaps.iter().any(|g| g.contains("tool_output_unavailable: the harness dropped the tool output [invocation inv-0-2-a1] [span span-x]")), "{gaps:?}");
+    let ghost = gap_texts(find(&analyses, "0-1-a1"));
+    assert!(
+        ghost
+            .iter()
+            .any(|g| g.starts_with("0-1-a1-ghost observed model call with no token record")),
+        "{ghost:?}"
+    );
+    let unowned = gap_texts(find(&analyses, "0-8-a1"));
+    assert!(
+        unowned
+            .iter()
+            .any(|g| g.contains("token record that no invocation owns")),
+        "{unowned:?}"
+    );
+    let unknown = graph_text(find(&analyses, "0-10-a1"));
+    assert!(
+        unknown.contains("record of unknown kind \"budget_event\" (kept)"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn declared_final_response_anchors_or_masks() {
+    let (_, analyses) = load();
+    let unmatched = find(&analyses, "0-9-a1");
+    assert!(unmatched.mask_sample);
+    assert_eq!(
+        unmatched.first_reason().unwrap().code(),
+        "declared_response_unmatched"
+    );
+    // The rows name the main chain's last call, joined through its response id: same chains.
+    let clean = find(&analyses, "0-0-a0");
+    assert!(
+        !clean
+            .reasons
+            .iter()
+            .any(|r| r.code().starts_with("terminal")),
+        "{:?}",
+        clean.reasons
+    );
+    assert_eq!(clean.build.as_ref().unwrap().notes.terminal_chain, "main");
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn screen(app: &App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    terminal
+        .draw(|frame| draw(frame, app, Theme { color: false }))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            let line: String = (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect();
+            format!("{}\n", line.trim_end())
+        })
+        .collect()
+}
+
+fn explorer(size: (u16, u16)) -> App {
+    let (_, analyses) = load();
+    let mut app = App::new(
+        vec![PathBuf::from(STORE)],
+        analyses,
+        VerdictOptions::default(),
+        Rect::new(0, 0, size.0, size.1),
+    );
+    for c in "/0-3-a1".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    for _ in 0..5 {
+        key(&mut app, KeyCode::Tab);
+    }
+    assert_eq!(app.focus, Pane::Graph);
+    app
+}
+
+#[test]
+fn graph_pane_walks_to_tokens_and_back() {
+    let mut app = explorer((120, 40));
+    // Down to the subagent's model call, then Enter: the tree and the token pane follow.
+    let view = app.view.as_ref().unwrap();
+    let target = view
+        .graph
+        .iter()
+        .position(|l| {
+            l.call.is_some()
+                && view.graph[..]
+                    .iter()
+                    .take_while(|x| !x.text.contains("subagent"))
+                    .count()
+                    < view.graph.iter().position(|y| std::ptr::eq(y, l)).unwrap()
+        })
+        .expect("a subagent model call");
+    let call = app.view.as_ref().unwrap().graph[target]
+        .call
+        .clone()
+        .unwrap();
+    for _ in 0..target {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.focus, Pane::Tree);
+    let analysis = app.shown().unwrap();
+    assert_eq!(
+        analysis.capture.records[app.selected_record().unwrap()].model_call_id,
+        call
+    );
+    let view = app.view.as_ref().unwrap();
+    let segment = view
+        .provenance
+        .as_ref()
+        .unwrap()
+        .segment_at(view.cursor)
+        .unwrap();
+    let node = app.selected_node().unwrap();
+    assert_eq!(segment.origin, tokscope::build::Origin::Generation { node });
+    // And back: moving in the tree moves the graph selection to that call.
+    key(&mut app, KeyCode::Char('g'));
+    let first = app.shown().unwrap().capture.records[app.selected_record().unwrap()]
+        .model_call_id
+        .clone();
+    let view = app.view.as_ref().unwrap();
+    assert_eq!(
+        view.graph[view.graph_selected].call.as_deref(),
+        Some(first.as_str())
+    );
+}
+
+#[test]
+fn snapshot_graph_pane() {
+    for size in [(120, 40), (80, 24)] {
+        let app = explorer(size);
+        insta::assert_snapshot!(format!("graph_{}x{}", size.0, size.1), screen(&app));
+    }
+}
+
+#[test]
+fn headless_reports_carry_observations() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(["build", STORE, "--rollouts", ROWS, "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("store-1-0.rows.jsonl:32: malformed row"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("9-9-a9, which is in no store"), "{stderr}");
+    let reports: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let subagent = reports
+        .iter()
+        .find(|r| r["rollout_id"] == "0-3-a1")
+        .unwrap();
+    let obs = &subagent["observations"];
+    assert_eq!(obs["invocations"], 2);
+    assert_eq!(obs["model_calls"]["unjoined"], 1, "the judge call");
+    assert_eq!(obs["verifier_invocations"], 1);
+    let clean = reports
+        .iter()
+        .find(|r| r["rollout_id"] == "0-0-a0")
+        .unwrap();
+    assert_eq!(clean["observations"]["tool_calls"]["failed"], 1);
+    assert_eq!(clean["observations"]["tool_calls"]["timeout"], 1);
+}
