@@ -36,12 +36,18 @@ pub fn options_for(
     rows: &Rows,
     location: &RolloutLocation,
 ) -> VerdictOptions {
-    match rows.by_rollout.get(&location.id) {
-        Some(observations) => VerdictOptions {
-            observations: Some(std::sync::Arc::new(observations.clone())),
-            ..options.clone()
+    let observations = match rows.by_rollout.get(&location.id) {
+        Some(observations) => observations.clone(),
+        // Rows were given, none for this rollout: that is a gap too.
+        None if !rows.files.is_empty() => crate::observe::Observations {
+            missing_row: true,
+            ..Default::default()
         },
-        None => options.clone(),
+        None => return options.clone(),
+    };
+    VerdictOptions {
+        observations: Some(std::sync::Arc::new(observations)),
+        ..options.clone()
     }
 }
 

@@ -111,14 +111,19 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let size = ratatui::layout::Rect::new(0, 0, width, height);
     let watch_live = start == Start::Explore && !args.no_watch;
+    let mut unmatched = None;
     let mut app = if watch_live {
         tokscope::app::App::new_live(stores.clone(), options.clone(), size)
     } else {
         let rows = read_rows(&stores, &args.rows);
-        let analyses = analyze_rows(&locate(&stores, &[])?, &options, &rows);
+        let locations = locate(&stores, &[])?;
+        let ids = locations.iter().map(|l| l.id.as_str()).collect();
+        unmatched = tokscope::observe::unmatched_message(&rows, &ids);
+        let analyses = analyze_rows(&locations, &options, &rows);
         tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
     };
     app.max_mask_fraction = args.max_mask_fraction;
+    app.message = unmatched;
     if let Some(path) = &args.tokenizer {
         app = app.with_tokenizer(tokscope::detok::Detokenizer::load(path)?);
     }

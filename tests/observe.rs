@@ -321,3 +321,32 @@ fn headless_reports_carry_observations() {
     assert_eq!(clean["observations"]["tool_calls"]["failed"], 1);
     assert_eq!(clean["observations"]["tool_calls"]["timeout"], 1);
 }
+
+#[test]
+fn a_rollout_without_a_row_is_a_gap() {
+    let stores = vec![PathBuf::from(STORE)];
+    let mut rows = Rows::read(&[PathBuf::from(ROWS)]);
+    rows.by_rollout.remove("0-0-a0");
+    let locations = tokscope::load::locate(&stores, &["0-0-a0".to_string()]).unwrap();
+    let mut analyses = Vec::new();
+    tokscope::load::analyze_in_order(
+        &locations,
+        &VerdictOptions::default(),
+        &rows,
+        |a| a,
+        |a| analyses.push(a),
+    );
+    assert_eq!(
+        gap_texts(&analyses[0]),
+        vec![" no rollout row names this rollout".to_string()]
+    );
+}
+
+#[test]
+fn the_graph_shows_the_selected_record_as_written() {
+    let mut app = explorer((120, 40));
+    let text = screen(&app);
+    assert!(text.contains("\"kind\":\"agent_invocation\""), "{text}");
+    key(&mut app, KeyCode::Down);
+    assert!(screen(&app).contains("\"response_metadata\""));
+}

@@ -175,6 +175,13 @@ impl LiveStore {
         changes
     }
 
+    /// A line about rows that name no followed rollout, if any.
+    pub fn unmatched_rows_message(&self) -> Option<String> {
+        let ids: std::collections::HashSet<&str> =
+            self.rollouts.keys().map(|l| l.id.as_str()).collect();
+        crate::observe::unmatched_message(&self.rows, &ids)
+    }
+
     /// Size and modification time of every rows file (to notice changes when polling).
     pub fn rows_stamp(&self) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
         let mut files: Vec<PathBuf> = self.rows.files.clone();

@@ -125,7 +125,13 @@ fn run(
             }
         }
     }
-    if !send_all(&sender, store.rescan()) || sender.send(StoreEvent::Ready).is_err() {
+    if !send_all(&sender, store.rescan()) {
+        return;
+    }
+    if let Some(message) = store.unmatched_rows_message() {
+        let _ = sender.send(StoreEvent::Error(message));
+    }
+    if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
     match options.mode {

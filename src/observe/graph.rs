@@ -80,6 +80,8 @@ pub struct GraphLine {
     pub call: Option<String>,
     /// Worth flagging (a cycle, a failure, a call without token record).
     pub problem: bool,
+    /// The observation record behind the line, as written.
+    pub raw: Option<Value>,
 }
 
 fn ms(value: Option<f64>) -> String {
@@ -100,7 +102,15 @@ impl Builder<'_> {
             text,
             call,
             problem,
+            raw: None,
         });
+    }
+
+    /// Attach the record behind the last line.
+    fn raw(&mut self, raw: &Value) {
+        if let Some(line) = self.lines.last_mut() {
+            line.raw = Some(raw.clone());
+        }
     }
 
     fn model_call(&mut self, depth: usize, reference: &CallRef, role: &str) {
@@ -136,6 +146,9 @@ impl Builder<'_> {
         }
         let problem = state == CallState::NoTokenRecord;
         self.push(depth, text, resolved, problem);
+        if let Some(info) = info {
+            self.raw(&info.raw);
+        }
     }
 
     fn tool(&mut self, depth: usize, tool: &ToolCall) {
@@ -157,6 +170,7 @@ impl Builder<'_> {
         }
         let problem = cycle || !matches!(tool.status.as_str(), "completed" | "unknown");
         self.push(depth, text, None, problem);
+        self.raw(&tool.raw);
     }
 
     /// One invocation and everything under it (iterative over subagents).
@@ -198,6 +212,7 @@ impl Builder<'_> {
                 text.push_str(" ⟲ parent cycle");
             }
             self.push(depth, text, None, cycle || inv.status == "failed");
+            self.raw(&inv.raw);
             // Model calls in order, each followed by its tools and any compaction after it.
             let tools: Vec<&ToolCall> = obs
                 .tool_calls
@@ -240,6 +255,7 @@ impl Builder<'_> {
                         None,
                         compaction.outcome == "failed",
                     );
+                    self.raw(&compaction.raw);
                 }
             }
             for tool in &tools {
@@ -304,6 +320,7 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
             text.push_str(&format!(" {name}: score {score} {verdict}"));
         }
         builder.push(0, text, None, verifier.status == "failed");
+        builder.raw(&verifier.raw);
         for reference in &verifier.model_calls {
             builder.model_call(1, reference, "judge ");
         }
@@ -332,14 +349,16 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
             None,
             !matches!(sandbox.outcome.as_str(), "completed" | "unknown"),
         );
+        builder.raw(&sandbox.raw);
     }
-    for (kind, _) in &obs.unknown {
+    for (kind, raw) in &obs.unknown {
         builder.push(
             0,
             format!("? record of unknown kind {kind:?} (kept)"),
             None,
             false,
         );
+        builder.raw(raw);
     }
     builder.lines
 }
@@ -347,6 +366,14 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
 /// Observation gaps and join gaps of a rollout.
 pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
     let mut gaps = Vec::new();
+    if obs.missing_row {
+        gaps.push(Gap {
+            kind: GapKind::Join,
+            call: None,
+            detail: "no rollout row names this rollout".into(),
+        });
+        return gaps;
+    }
     let mut push =
         |kind, call: Option<String>, detail: String| gaps.push(Gap { kind, call, detail });
     for gap in &obs.gaps {

@@ -54,6 +54,8 @@ pub struct Invocation {
     pub model_calls: Vec<CallRef>,
     /// Duration.
     pub duration_ms: Option<f64>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// A model call as the trajectory recorded it.
@@ -73,6 +75,8 @@ pub struct ModelCall {
     pub status: Option<String>,
     /// Prompt / completion tokens from `token_stats`.
     pub tokens: (Option<i64>, Option<i64>),
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// A tool call.
@@ -96,6 +100,8 @@ pub struct ToolCall {
     pub sandbox_id: Option<String>,
     /// The model call that requested it.
     pub model_call_id: Option<String>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// A context compaction.
@@ -113,6 +119,8 @@ pub struct Compaction {
     pub trigger: Option<String>,
     /// Outcome.
     pub outcome: String,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// A verifier invocation.
@@ -128,6 +136,8 @@ pub struct Verifier {
     pub operations: Vec<(String, String)>,
     /// Grading record: (verifier, score, verdict).
     pub grading: Option<(String, f64, String)>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// A sandbox's outcome and resource use.
@@ -141,6 +151,8 @@ pub struct Sandbox {
     pub outcome: String,
     /// Wall time, peak memory, CPU time.
     pub usage: (Option<f64>, Option<f64>, Option<f64>),
+    /// The record as written (every field, known or not).
+    pub raw: Value,
 }
 
 /// An `ObservationGap`.
@@ -183,6 +195,8 @@ pub struct Observations {
     pub problems: Vec<String>,
     /// The response id the harness kept (the row's final response).
     pub declared_response_id: Option<String>,
+    /// Rows were given, but none names this rollout.
+    pub missing_row: bool,
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -244,6 +258,7 @@ impl Observations {
                     agent_instance: text(v, "agent_instance"),
                     model_calls: list(v, "model_calls").iter().map(call_ref).collect(),
                     duration_ms: number(v, "duration_ms"),
+                    raw: v.clone(),
                 });
             }
         };
@@ -267,6 +282,7 @@ impl Observations {
                         v.get("model_call_ref")
                             .and_then(|r| text(r, "model_call_id"))
                     }),
+                    raw: v.clone(),
                 });
             }
         };
@@ -288,6 +304,7 @@ impl Observations {
                         integer(&stats, "prompt_tokens"),
                         integer(&stats, "completion_tokens"),
                     ),
+                    raw: v.clone(),
                 });
             }
             for v in list(t, "tool_calls") {
@@ -318,6 +335,7 @@ impl Observations {
                         tokens: (integer(v, "tokens_before"), integer(v, "tokens_after")),
                         trigger: text(v, "trigger"),
                         outcome: text(v, "outcome").unwrap_or_else(|| "unknown".into()),
+                        raw: v.clone(),
                     }),
                     Some("sandbox") => obs.add_sandbox(v),
                     Some(kind) => obs.unknown.push((kind.to_owned(), v.clone())),
@@ -366,6 +384,7 @@ impl Observations {
                 number(v, "peak_memory_mib"),
                 number(v, "cpu_time_s"),
             ),
+            raw: v.clone(),
         });
     }
 
@@ -403,6 +422,7 @@ impl Observations {
                     text(g, "verdict").unwrap_or_default(),
                 )
             }),
+            raw: v.clone(),
         });
     }
 
@@ -640,6 +660,18 @@ impl Rows {
             .filter(|k| !rollout_ids.contains(k))
             .collect()
     }
+}
+
+/// A line about rows that name no rollout of `rollout_ids`, if any.
+pub fn unmatched_message(rows: &Rows, rollout_ids: &HashSet<&str>) -> Option<String> {
+    let unmatched = rows.unmatched(rollout_ids);
+    (!unmatched.is_empty()).then(|| {
+        format!(
+            "{} rollout row(s) name no rollout in these stores: {}",
+            unmatched.len(),
+            unmatched.join(", ")
+        )
+    })
 }
 
 /// JSONL files of a directory that may hold rollout rows (not token-store files), sorted.

@@ -31,7 +31,17 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     }
     let width = inner_width(area);
-    let height = inner_rows(area);
+    // The record behind the selected line, as written, below the graph (every field shows).
+    let raw = view
+        .graph
+        .get(view.graph_selected)
+        .and_then(|l| l.raw.as_ref());
+    let raw_rows = if raw.is_some() && inner_rows(area) > 8 {
+        3
+    } else {
+        0
+    };
+    let height = inner_rows(area) - raw_rows;
     let offset = scroll_offset(view.graph_selected, height);
     let lines: Vec<Line> = view
         .graph
@@ -61,5 +71,18 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             Line::from(Span::styled(text, style))
         })
         .collect();
+    let mut lines = lines;
+    if let (Some(raw), true) = (raw, raw_rows > 0) {
+        while lines.len() < height {
+            lines.push(Line::from(""));
+        }
+        let text: Vec<char> = sanitize(&raw.to_string()).chars().collect();
+        for chunk in text.chunks(width.max(1)).take(raw_rows) {
+            lines.push(Line::from(Span::styled(
+                chunk.iter().collect::<String>(),
+                theme.dim(),
+            )));
+        }
+    }
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
