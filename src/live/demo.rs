@@ -307,5 +307,10 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0, "temporary state files are renamed into place");
+        assert_eq!(
+            std::fs::read(target.path().join("rollouts.jsonl")).unwrap(),
+            std::fs::read(source.join("rollouts.jsonl")).unwrap(),
+            "the harness's rows follow the rollouts"
+        );
     }
 }
