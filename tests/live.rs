@@ -3,15 +3,18 @@
 //! converge to exactly the reports of a cold read. And the app keeps its selection through
 //! updates, pauses, and replays.
 
+mod common;
+use common::key;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use ratatui::layout::Rect;
 use serde_json::Value;
-use tokscope::app::{App, Message};
+use tokscope::app::App;
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchMode, WatchOptions, watch};
 use tokscope::store::RolloutLocation;
@@ -238,10 +241,6 @@ fn only_new_bytes_are_read() {
         store.rescan().unwrap().is_empty(),
         "nothing new, nothing rebuilt"
     );
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
 }
 
 fn analysis_with(dir: &Path, id: &str, calls: usize) -> tokscope::verdict::Analysis {

@@ -2,17 +2,17 @@
 //! observation gap and join gap listed, the declared terminal, the graph pane and its links
 //! to the chain tree and the token pane.
 
+mod common;
+use common::{key, screen};
+
 use std::path::PathBuf;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use crossterm::event::KeyCode;
 use ratatui::layout::Rect;
-use tokscope::app::{App, Message, Pane};
+use tokscope::app::{App, Pane};
 use tokscope::gaps::GapKind;
 use tokscope::observe::Rows;
 use tokscope::observe::graph::{CallState, call_state, lines};
-use tokscope::ui::{Theme, draw};
 use tokscope::verdict::{Analysis, VerdictOptions};
 
 const STORE: &str = "tests/fixtures/conformance/store-1-0";
@@ -187,26 +187,6 @@ fn declared_final_response_anchors_or_masks() {
         clean.reasons
     );
     assert_eq!(clean.build.as_ref().unwrap().notes.terminal_chain, "main");
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn screen(app: &App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
-    terminal
-        .draw(|frame| draw(frame, app, Theme { color: false }))
-        .unwrap();
-    let buffer = terminal.backend().buffer();
-    (0..buffer.area.height)
-        .map(|y| {
-            let line: String = (0..buffer.area.width)
-                .map(|x| buffer[(x, y)].symbol())
-                .collect();
-            format!("{}\n", line.trim_end())
-        })
-        .collect()
 }
 
 fn explorer(size: (u16, u16)) -> App {

@@ -1,9 +1,12 @@
 //! The explorer: every pane rendered into ratatui's `TestBackend` and snapshot-tested at
 //! 120×40 and 80×24 on the conformance fixtures, and key sequences on the app state.
 
+mod common;
+use common::{key, keys, screen};
+
 use std::path::PathBuf;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
@@ -20,34 +23,6 @@ fn app(store: &str, size: (u16, u16)) -> App {
     let analyses =
         tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
     App::new(stores, analyses, options, Rect::new(0, 0, size.0, size.1))
-}
-
-fn screen(app: &App) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
-    terminal
-        .draw(|frame| draw(frame, app, Theme { color: false }))
-        .unwrap();
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buffer.area.height {
-        let mut line = String::new();
-        for x in 0..buffer.area.width {
-            line.push_str(buffer[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn keys(app: &mut App, text: &str) {
-    for c in text.chars() {
-        key(app, KeyCode::Char(c));
-    }
 }
 
 /// Type a filter and open the single matching rollout.

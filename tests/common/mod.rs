@@ -170,3 +170,39 @@ pub fn expected(store: &str) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Render the app into a `TestBackend` of its size, without colors; one string a row.
+pub fn screen(app: &tokscope::app::App) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(
+        app.size.width,
+        app.size.height,
+    ))
+    .unwrap();
+    terminal
+        .draw(|frame| tokscope::ui::draw(frame, app, tokscope::ui::Theme { color: false }))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        let line: String = (0..buffer.area.width)
+            .map(|x| buffer[(x, y)].symbol())
+            .collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Press one key.
+pub fn key(app: &mut tokscope::app::App, code: crossterm::event::KeyCode) {
+    app.update(tokscope::app::Message::Key(
+        crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE),
+    ));
+}
+
+/// Type characters as keys.
+pub fn keys(app: &mut tokscope::app::App, text: &str) {
+    for c in text.chars() {
+        key(app, crossterm::event::KeyCode::Char(c));
+    }
+}
