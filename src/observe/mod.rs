@@ -634,10 +634,9 @@ impl Rows {
                     continue;
                 }
             };
-            let Some(object) = row.as_object().filter(|o| has_observations(o)) else {
+            if !row.as_object().is_some_and(has_observations) {
                 continue;
-            };
-            let _ = object;
+            }
             match row_key(&row) {
                 Some(key) => {
                     self.by_rollout
