@@ -103,7 +103,9 @@ impl fmt::Display for StoreDirError {
 
 impl std::error::Error for StoreDirError {}
 
-/// List the rollouts of one store directory, sorted by id.
+/// List the rollouts of one store directory, sorted by id: every valid id with a records,
+/// intents, sentinel, state or lock file (the writers' `.tokens-state-*` temporaries and
+/// foreign files are skipped).
 pub fn discover(dir: &Path) -> Result<Vec<RolloutLocation>, StoreDirError> {
     let err = |source| StoreDirError {
         dir: dir.to_path_buf(),
@@ -114,7 +116,12 @@ pub fn discover(dir: &Path) -> Result<Vec<RolloutLocation>, StoreDirError> {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some((id, _)) = classify(name) {
+        // A lock file alone is a rollout that was cleared (the writer keeps its lock): listed,
+        // shown as cleared, never opened.
+        let lock_only = name
+            .strip_suffix(LOCK_SUFFIX)
+            .filter(|id| is_valid_rollout_id(id));
+        if let Some(id) = classify(name).map(|(id, _)| id).or(lock_only) {
             ids.insert(id.to_owned(), ());
         }
     }
@@ -196,6 +203,21 @@ mod tests {
         assert_eq!(classify("bad id.tokens.jsonl"), None);
         assert_eq!(classify(".tokens.jsonl"), None);
         assert_eq!(classify("rows.jsonl"), None);
+    }
+
+    #[test]
+    fn a_lone_lock_file_is_a_cleared_rollout() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("gone.tokens.lock"), b"").unwrap();
+        std::fs::write(dir.path().join(".tokens-state-x1"), b"{}").unwrap();
+        std::fs::write(dir.path().join("live.tokens.jsonl"), b"").unwrap();
+        std::fs::write(dir.path().join("live.tokens.lock"), b"").unwrap();
+        let ids: Vec<String> = discover(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(ids, vec!["gone", "live"]);
     }
 
     #[test]
