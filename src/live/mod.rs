@@ -253,10 +253,19 @@ impl LiveStore {
     /// Refresh one rollout (following it from now on); `Some` when it changed.
     pub fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
         let options = crate::load::options_for(&self.options, &self.rows, location);
-        self.rollouts
-            .entry(location.clone())
-            .or_insert_with(|| LiveRollout::new(location.clone()))
-            .refresh(&options)
+        match self.rollouts.entry(location.clone()) {
+            std::collections::hash_map::Entry::Occupied(mut known) => {
+                known.get_mut().refresh(&options)
+            }
+            std::collections::hash_map::Entry::Vacant(new) => {
+                // A new rollout is always reported, even with no file to read (a lock only).
+                let rollout = new.insert(LiveRollout::new(location.clone()));
+                Some(match rollout.refresh(&options) {
+                    Some(analysis) => analysis,
+                    None => rollout.analyze(&options, Vec::new()),
+                })
+            }
+        }
     }
 
     /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.
