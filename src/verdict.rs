@@ -444,22 +444,21 @@ impl Analysis {
         self.reasons.first()
     }
 
-    /// The report's `metrics` object (cheap: no rebuilt response is serialized).
+    /// The report's `metrics` object (cheap: nothing else of the report is built).
     pub fn metrics_json(&self) -> serde_json::Value {
-        serde_json::to_value(&self.report().metrics).unwrap_or_default()
+        serde_json::to_value(self.metrics()).unwrap_or_default()
     }
 
     /// The report's `build.notes` object, when there is a build.
     pub fn notes_json(&self) -> Option<serde_json::Value> {
-        self.report()
-            .build
-            .map(|b| serde_json::to_value(&b.notes).unwrap_or_default())
+        self.build
+            .as_ref()
+            .map(|b| serde_json::to_value(NotesReport::new(&b.notes)).unwrap_or_default())
     }
 
-    /// The report in the reference consumer's JSON shape, plus tokscope's own fields.
-    pub fn report(&self) -> Report<'_> {
+    fn metrics(&self) -> Metrics<'_> {
         let n_calls = self.n_calls();
-        let metrics = match (&self.error, &self.build) {
+        match (&self.error, &self.build) {
             (None, Some(build)) => {
                 let notes = &build.notes;
                 Metrics::Full {
@@ -485,7 +484,12 @@ impl Analysis {
                 n_calls,
                 capture_incomplete: self.incomplete.then_some(true),
             },
-        };
+        }
+    }
+
+    /// The report in the reference consumer's JSON shape, plus tokscope's own fields.
+    pub fn report(&self) -> Report<'_> {
+        let metrics = self.metrics();
         let ok = self.error.is_none();
         let notes = self.build.as_ref().map(|b| &b.notes);
         Report {
@@ -616,6 +620,28 @@ struct NotesReport<'a> {
     terminal_chain: Option<&'a str>,
 }
 
+impl<'a> NotesReport<'a> {
+    fn new(notes: &'a crate::build::BuildNotes) -> Self {
+        NotesReport {
+            builder: BUILDER,
+            roots: notes.roots,
+            chains: notes.chains,
+            generated_tokens_captured: notes.generated_tokens_captured,
+            generated_tokens_delivered: notes.generated_tokens_delivered,
+            delivered_fraction: notes.delivered_fraction,
+            unresolved_retries: &notes.unresolved_retries,
+            empty_generation_calls: &notes.empty_generation_calls,
+            parent_link_failures: &notes.parent_link_failures,
+            unresolved_parent_calls: &notes.unresolved_parent_calls,
+            terminal_call_id: notes.terminal_call_id.as_deref(),
+            terminal_chain: notes
+                .terminal_call_id
+                .as_ref()
+                .map(|_| notes.terminal_chain.as_str()),
+        }
+    }
+}
+
 impl<'a> BuildReport<'a> {
     fn new(
         records: &'a [std::sync::Arc<crate::store::TokenRecord>],
@@ -638,23 +664,7 @@ impl<'a> BuildReport<'a> {
                 })
                 .collect(),
             quarantined: &build.quarantined,
-            notes: NotesReport {
-                builder: BUILDER,
-                roots: notes.roots,
-                chains: notes.chains,
-                generated_tokens_captured: notes.generated_tokens_captured,
-                generated_tokens_delivered: notes.generated_tokens_delivered,
-                delivered_fraction: notes.delivered_fraction,
-                unresolved_retries: &notes.unresolved_retries,
-                empty_generation_calls: &notes.empty_generation_calls,
-                parent_link_failures: &notes.parent_link_failures,
-                unresolved_parent_calls: &notes.unresolved_parent_calls,
-                terminal_call_id: notes.terminal_call_id.as_deref(),
-                terminal_chain: notes
-                    .terminal_call_id
-                    .as_ref()
-                    .map(|_| notes.terminal_chain.as_str()),
-            },
+            notes: NotesReport::new(notes),
         }
     }
 }

@@ -13,7 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKin
 use ratatui::layout::{Position, Rect};
 
 use crate::build::divergence::{Divergence, divergence};
-use crate::build::{Origin, Provenance, RecordFate, provenance};
+use crate::build::{Origin, Provenance, provenance};
 use crate::gaps::Gap;
 use crate::live::StoreEvent;
 use crate::live::replay::Replay;
@@ -1498,9 +1498,4 @@ fn delivered(a: &Analysis) -> f64 {
 
 fn first_code(a: &Analysis) -> &'static str {
     a.first_reason().map_or("", |r| r.code())
-}
-
-/// Whether a record was placed in the build.
-pub fn is_placed(fate: &RecordFate) -> bool {
-    matches!(fate, RecordFate::Placed(_))
 }

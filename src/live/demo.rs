@@ -57,11 +57,6 @@ impl Drop for DemoWriter {
 }
 
 impl DemoWriter {
-    /// Whether every write is done.
-    pub fn finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
-    }
-
     /// Wait until every write is done.
     pub fn join(mut self) -> std::io::Result<()> {
         match self.thread.take() {

@@ -123,22 +123,16 @@ impl TokenRecord {
             Err(error) => {
                 // A type error stops serde before the rest of the line is read; the line is
                 // still "malformed" when its syntax is broken further on.
-                if error.is_data() && serde_json::from_slice::<IgnoredAny>(line).is_ok() {
-                    return Err(RecordError::Invalid(error.to_string()));
+                if !error.is_data() {
+                    return Err(RecordError::Syntax(error.to_string()));
                 }
-                if error.is_data() {
-                    let syntax = serde_json::from_slice::<IgnoredAny>(line).unwrap_err();
-                    return Err(RecordError::Syntax(syntax.to_string()));
-                }
-                return Err(RecordError::Syntax(error.to_string()));
+                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                    Ok(_) => RecordError::Invalid(error.to_string()),
+                    Err(syntax) => RecordError::Syntax(syntax.to_string()),
+                });
             }
         };
         raw.validate().map_err(RecordError::Invalid)
-    }
-
-    /// Number of tokens in the full cumulative sequence when the prompt is not a delta.
-    pub fn own_len(&self) -> usize {
-        self.prompt_token_ids.len() + self.generation_token_ids.len()
     }
 }
 
