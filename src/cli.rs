@@ -81,6 +81,11 @@ pub struct BuildArgs {
     /// Anchor chain selection on this terminal call.
     #[arg(long, value_name = "ID")]
     pub terminal_call: Option<String>,
+    /// The served response id the harness kept, joined to a model call through the rollout's
+    /// row (the consumer's declared_response_id); one that matches no call masks. Rows never
+    /// declare it themselves.
+    #[arg(long, value_name = "RESPONSE_ID")]
+    pub declared_response: Option<String>,
     /// `model` of the rebuilt response.
     #[arg(long, value_name = "NAME", default_value = "")]
     pub model: String,

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
             let options = VerdictOptions {
                 model: args.model,
                 terminal_call_id: args.terminal_call,
+                declared_response_id: args.declared_response,
                 mask_incomplete_when_attributed: args.mask_incomplete_when_attributed,
                 ..VerdictOptions::default()
             };

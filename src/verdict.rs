@@ -21,13 +21,16 @@ pub struct VerdictOptions {
     pub model: String,
     /// The harness's terminal call, anchoring chain selection.
     pub terminal_call_id: Option<String>,
+    /// The served response id the harness kept (the consumer's `declared_response_id`),
+    /// joined to a model call through the rollout row's model calls; unmatched, it masks.
+    /// Only an explicit declaration: no producer writes one into its rows.
+    pub declared_response_id: Option<String>,
     /// With `false`, an incomplete capture masks only when the terminal's chain was not
     /// delivered (the reference's `mask_incomplete_when_attributed`).
     pub mask_incomplete_when_attributed: bool,
     /// Digests remembered across rebuilds of one growing rollout (live monitoring).
     pub digest_memo: Option<std::sync::Arc<crate::build::merge::DigestMemo>>,
-    /// What the harness observed around the capture (its rollout row), when known. A declared
-    /// final response joined to a model call becomes the terminal; unmatched, it masks.
+    /// What the harness observed around the capture (its rollout row), when known.
     pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
 }
 
@@ -36,6 +39,7 @@ impl Default for VerdictOptions {
         VerdictOptions {
             model: String::new(),
             terminal_call_id: None,
+            declared_response_id: None,
             mask_incomplete_when_attributed: true,
             digest_memo: None,
             observations: None,
@@ -101,7 +105,7 @@ pub enum MaskReason {
     TerminalNotFound(String),
     /// The named terminal call is not on the delivered chain.
     TerminalNotDelivered(String),
-    /// The rollout row declares a final response that matches no model call.
+    /// The declared final response matches no model call of the rollout's row.
     DeclaredResponseUnmatched(String),
 }
 
@@ -284,11 +288,14 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     }
 
     let records = &capture.records;
-    // The harness's declared final response names the terminal, unless one was given.
-    let declared = options
-        .observations
-        .as_ref()
-        .and_then(|o| o.declared_terminal());
+    // A declared final response names the terminal, unless a terminal call was given.
+    let declared = options.declared_response_id.as_ref().map(|response| {
+        options
+            .observations
+            .as_ref()
+            .ok_or_else(|| response.clone())
+            .and_then(|o| o.declared_response(response))
+    });
     let terminal_call_id = options
         .terminal_call_id
         .clone()

@@ -168,25 +168,72 @@ fn observation_and_join_gaps_are_listed() {
 }
 
 #[test]
-fn declared_final_response_anchors_or_masks() {
+fn a_rows_response_id_is_never_a_declaration() {
+    // 0-9-a1's row carries a `response.id` that matches no model call, as every real agent's
+    // row does (`resp_<uuid4>`): it must not mask, and the verdict is the one without rows.
     let (_, analyses) = load();
-    let unmatched = find(&analyses, "0-9-a1");
+    let with_row = find(&analyses, "0-9-a1");
+    let location = with_row.capture.location.clone();
+    let bare = tokscope::verdict::analyze(
+        tokscope::store::read_capture(&location),
+        &VerdictOptions::default(),
+    );
+    assert_eq!(with_row.mask_sample, bare.mask_sample);
+    assert_eq!(with_row.reasons, bare.reasons);
+    assert!(
+        !with_row
+            .reasons
+            .iter()
+            .any(|r| r.code() == "declared_response_unmatched")
+    );
+    let gaps = gap_texts(with_row);
+    assert!(
+        !gaps.iter().any(|g| g.contains("declared")),
+        "no spurious join gap: {gaps:?}"
+    );
+}
+
+#[test]
+fn an_explicit_declared_response_anchors_or_masks() {
+    let (rows, analyses) = load();
+    let clean = find(&analyses, "0-0-a0");
+    let observations = std::sync::Arc::new(rows.by_rollout["0-0-a0"].clone());
+    let judge = |declared: &str| {
+        tokscope::verdict::analyze(
+            tokscope::store::read_capture(&clean.capture.location),
+            &VerdictOptions {
+                declared_response_id: Some(declared.into()),
+                observations: Some(observations.clone()),
+                ..VerdictOptions::default()
+            },
+        )
+    };
+    let unmatched = judge("resp-that-does-not-exist");
     assert!(unmatched.mask_sample);
     assert_eq!(
         unmatched.first_reason().unwrap().code(),
         "declared_response_unmatched"
     );
-    // The rows name the main chain's last call, joined through its response id: same chains.
-    let clean = find(&analyses, "0-0-a0");
-    assert!(
-        !clean
-            .reasons
-            .iter()
-            .any(|r| r.code().starts_with("terminal")),
-        "{:?}",
-        clean.reasons
+    // The main chain's last call, joined through its response id: it anchors main.
+    let build = clean.build.as_ref().unwrap();
+    let last = build.main_chain().unwrap().links.last().unwrap().node;
+    let call = &clean.capture.records[build.nodes[last].record].model_call_id;
+    let anchored = judge(&format!("resp-{call}"));
+    assert_eq!(anchored.mask_sample, clean.mask_sample);
+    assert_eq!(
+        anchored
+            .build
+            .as_ref()
+            .unwrap()
+            .notes
+            .terminal_call_id
+            .as_deref(),
+        Some(call.as_str())
     );
-    assert_eq!(clean.build.as_ref().unwrap().notes.terminal_chain, "main");
+    assert_eq!(
+        anchored.build.as_ref().unwrap().notes.terminal_chain,
+        "main"
+    );
 }
 
 fn explorer(size: (u16, u16)) -> App {

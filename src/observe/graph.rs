@@ -1,11 +1,11 @@
 //! The observation graph of one rollout, joined to its token records: lines for the graph
 //! pane, the join gaps, and the headless summary.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use super::{CallRef, Observations, ToolCall};
+use super::{CallRef, Compaction, Observations, ObservedCall, ToolCall};
 use crate::build::RecordFate;
 use crate::gaps::{Gap, GapKind};
 use crate::verdict::Analysis;
@@ -88,11 +88,35 @@ fn ms(value: Option<f64>) -> String {
     value.map_or(String::new(), |v| format!(" {:.0}ms", v))
 }
 
+/// How a reference is named on a line: its model call id, else its response id.
+fn call_name(obs: &Observations, reference: &CallRef) -> String {
+    match obs.observed(reference) {
+        Some(call) => call.to_string(),
+        None => "unidentified call".into(),
+    }
+}
+
+/// Text on one line, cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_whitespace() { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
 struct Builder<'a> {
     obs: &'a Observations,
     analysis: &'a Analysis,
     lines: Vec<GraphLine>,
     tool_cycles: HashSet<String>,
+    /// Compactions by (invocation, the model call before them), when both are known.
+    compactions_after: HashMap<(String, String), Vec<usize>>,
+    /// Compactions drawn so far.
+    drawn_compactions: HashSet<usize>,
 }
 
 impl Builder<'_> {
@@ -115,9 +139,13 @@ impl Builder<'_> {
 
     fn model_call(&mut self, depth: usize, reference: &CallRef, role: &str) {
         let resolved = self.obs.resolve(reference);
-        let info = self.obs.model_calls.iter().find(|m| {
-            (m.model_call_id.is_some() && m.model_call_id == resolved)
-                || (reference.response_id.is_some() && m.response_id == reference.response_id)
+        let info = self.obs.model_calls.iter().find(|m| match &resolved {
+            Some(_) => m.model_call_id == resolved,
+            None => {
+                reference.response_id.is_some()
+                    && m.response_id == reference.response_id
+                    && m.model_ref == reference.model_ref
+            }
         });
         let name = resolved
             .clone()
@@ -148,6 +176,59 @@ impl Builder<'_> {
         self.push(depth, text, resolved, problem);
         if let Some(info) = info {
             self.raw(&info.raw);
+        }
+    }
+
+    /// A compaction line (once), with its summary below it.
+    fn compaction(&mut self, depth: usize, index: usize, position_unknown: bool) {
+        if !self.drawn_compactions.insert(index) {
+            return;
+        }
+        let compaction: &Compaction = &self.obs.compactions[index];
+        let count = |t: Option<i64>| t.map_or("?".to_owned(), |t| t.to_string());
+        let mut text = format!(
+            "⇣ compaction ({}) tokens {}→{}",
+            compaction.outcome,
+            count(compaction.tokens.0),
+            count(compaction.tokens.1)
+        );
+        if let Some(trigger) = &compaction.trigger {
+            text.push_str(&format!(" trigger={trigger}"));
+        }
+        if !compaction.model_calls.is_empty() {
+            let calls: Vec<String> = compaction
+                .model_calls
+                .iter()
+                .map(|r| call_name(self.obs, r))
+                .collect();
+            text.push_str(&format!(" by {}", calls.join(", ")));
+        }
+        if let Some(after) = compaction.after.as_ref() {
+            text.push_str(&format!(" before {}", call_name(self.obs, after)));
+        }
+        if position_unknown {
+            text.push_str(" · position unknown");
+        }
+        let invocation_known = compaction
+            .invocation_id
+            .as_ref()
+            .is_some_and(|id| self.obs.invocations.iter().any(|i| &i.id == id));
+        if !invocation_known {
+            text.push_str(&format!(
+                " · in unobserved invocation {}",
+                compaction.invocation_id.as_deref().unwrap_or("?")
+            ));
+        }
+        self.push(depth, text, None, compaction.outcome == "failed");
+        self.raw(&compaction.raw);
+        if let Some(summary) = compaction.summary.as_deref().filter(|s| !s.is_empty()) {
+            self.push(
+                depth + 1,
+                format!("“{}”", one_line(summary, 160)),
+                None,
+                false,
+            );
+            self.raw(&compaction.raw);
         }
     }
 
@@ -229,33 +310,16 @@ impl Builder<'_> {
                 {
                     self.tool_tree(depth + 2, tool, &tools, &mut placed_tools);
                 }
-                for compaction in obs.compactions.iter().filter(|c| {
-                    c.invocation_id.as_deref() == Some(inv.id.as_str())
-                        && c.before.as_ref().and_then(|b| obs.resolve(b)).is_some()
-                        && c.before.as_ref().and_then(|b| obs.resolve(b)) == resolved
-                }) {
-                    let after = compaction
-                        .after
-                        .as_ref()
-                        .and_then(|a| obs.resolve(a))
-                        .unwrap_or_default();
-                    let (before_tokens, after_tokens) = compaction.tokens;
-                    self.push(
-                        depth + 1,
-                        format!(
-                            "⇣ compaction ({}) tokens {}→{}{} before {after}",
-                            compaction.outcome,
-                            before_tokens.map_or("?".into(), |t| t.to_string()),
-                            after_tokens.map_or("?".into(), |t| t.to_string()),
-                            compaction
-                                .trigger
-                                .as_ref()
-                                .map_or(String::new(), |t| format!(" trigger={t}")),
-                        ),
-                        None,
-                        compaction.outcome == "failed",
-                    );
-                    self.raw(&compaction.raw);
+                let key = (inv.id.clone(), resolved.clone().unwrap_or_default());
+                for index in self.compactions_after.remove(&key).unwrap_or_default() {
+                    self.compaction(depth + 1, index, false);
+                }
+            }
+            // Compactions whose place among the calls is unknown: before_model_call null (the
+            // producer could not tell), unresolved, or an invocation without model calls.
+            for (index, compaction) in obs.compactions.iter().enumerate() {
+                if compaction.invocation_id.as_deref() == Some(inv.id.as_str()) {
+                    self.compaction(depth + 1, index, true);
                 }
             }
             for tool in &tools {
@@ -312,8 +376,24 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
         analysis,
         lines: Vec::new(),
         tool_cycles: obs.tool_cycles(),
+        compactions_after: HashMap::new(),
+        drawn_compactions: HashSet::new(),
     };
+    for (index, compaction) in obs.compactions.iter().enumerate() {
+        let before = compaction.before.as_ref().and_then(|b| obs.resolve(b));
+        if let (Some(invocation), Some(before)) = (&compaction.invocation_id, before) {
+            builder
+                .compactions_after
+                .entry((invocation.clone(), before))
+                .or_default()
+                .push(index);
+        }
+    }
     builder.invocations();
+    // Compactions of an invocation the row does not hold: still shown.
+    for index in 0..obs.compactions.len() {
+        builder.compaction(0, index, true);
+    }
     for verifier in &obs.verifiers {
         let mut text = format!("✓ verifier {} ({})", verifier.id, verifier.status);
         if let Some((name, score, verdict)) = &verifier.grading {
@@ -399,22 +479,35 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
             format!("unreadable record: {problem}"),
         );
     }
+    for earlier in &obs.replaced {
+        push(
+            GapKind::Observation,
+            None,
+            format!("an earlier row for this rollout at {earlier} was replaced by this one"),
+        );
+    }
     let referenced = obs.referenced_calls();
-    let mut observed: Vec<String> = referenced.iter().cloned().collect();
-    observed.extend(
-        obs.model_calls
-            .iter()
-            .filter_map(|m| m.model_call_id.clone()),
-    );
-    observed.sort();
-    observed.dedup();
-    for call in &observed {
-        if call_state(analysis, call) == CallState::NoTokenRecord {
-            push(
+    let recorded: HashSet<&str> = analysis
+        .capture
+        .records
+        .iter()
+        .map(|r| r.model_call_id.as_str())
+        .collect();
+    for call in obs.observed_calls() {
+        match call {
+            ObservedCall::Id(id) if recorded.contains(id.as_str()) => {}
+            ObservedCall::Id(id) => push(
                 GapKind::Join,
-                Some(call.clone()),
+                Some(id),
                 "observed model call with no token record".into(),
-            );
+            ),
+            response @ ObservedCall::Response { .. } => push(
+                GapKind::Join,
+                None,
+                format!(
+                    "observed model call ({response}) that no model call of the row resolves, so no token record joins it"
+                ),
+            ),
         }
     }
     for record in analysis.capture.records.iter() {
@@ -440,45 +533,40 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
             format!("tool span {span} is on a parent-span cycle"),
         );
     }
-    if let Some(Err(response)) = obs.declared_terminal() {
-        push(
-            GapKind::Join,
-            None,
-            format!("declared final response {response} matches no model call"),
-        );
-    }
     gaps
 }
 
 /// The headless summary added to a report.
 pub fn summary(obs: &Observations, analysis: &Analysis) -> Value {
-    let referenced = obs.referenced_calls();
-    let joined = referenced
+    let recorded: HashSet<&str> = analysis
+        .capture
+        .records
         .iter()
-        .filter(|c| call_state(analysis, c) != CallState::NoTokenRecord)
+        .map(|r| r.model_call_id.as_str())
+        .collect();
+    let observed = obs.observed_calls();
+    let joined = observed
+        .iter()
+        .filter(|c| matches!(c, ObservedCall::Id(id) if recorded.contains(id.as_str())))
         .count();
-    let mut tools: HashMap<&str, usize> = HashMap::new();
+    let mut tools: BTreeMap<&str, usize> = BTreeMap::new();
     for tool in &obs.tool_calls {
         *tools.entry(tool.status.as_str()).or_default() += 1;
     }
-    let mut codes: HashMap<&str, usize> = HashMap::new();
+    let mut codes: BTreeMap<&str, usize> = BTreeMap::new();
     for gap in &obs.gaps {
         *codes.entry(gap.code.as_str()).or_default() += 1;
     }
     json!({
-        "source": obs.source.as_ref().map(|s| format!("{}:{}", s.file.display(), s.line)),
+        "source": obs.source.as_ref().map(ToString::to_string),
+        "replaced_rows": obs.replaced.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "invocations": obs.invocations.len(),
-        "model_calls": {"observed": referenced.len(), "joined": joined, "unjoined": referenced.len() - joined},
+        "model_calls": {"observed": observed.len(), "joined": joined, "unjoined": observed.len() - joined},
         "tool_calls": tools,
         "compactions": obs.compactions.len(),
         "verifier_invocations": obs.verifiers.len(),
         "sandboxes": obs.sandboxes.len(),
         "gaps": codes,
         "join_gaps": gaps(obs, analysis).iter().filter(|g| g.kind == GapKind::Join).count(),
-        "declared_terminal": match obs.declared_terminal() {
-            None => Value::Null,
-            Some(Ok(call)) => json!(call),
-            Some(Err(_)) => json!(false),
-        },
     })
 }

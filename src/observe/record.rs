@@ -1,0 +1,768 @@
+//! What one rollout row observed: its invocations, model calls, tool calls, compactions,
+//! verifiers, sandboxes and gaps, read leniently from the shapes NeMo Gym's producers write,
+//! and the joins to token records by identifier.
+//!
+//! A row carries up to four parts, each read when present:
+//! - `ng_trajectory`: the `TrajectoryRecord` rollout collection projects (it already holds the
+//!   agent's invocations, the merged tool calls, the captured model calls and every gap);
+//! - `ng_agent_observations`: the agent's own bundle (invocations, tool calls, compactions,
+//!   sandboxes, gaps) — compactions live only here;
+//! - `ng_model_call_capture`: the model server's capture (`calls` with their ids, response ids
+//!   and model refs, and its `gaps`) — the only call list of a row whose projection failed;
+//! - `ng_verifier_invocations`: verify executions (schema 2.0).
+//!
+//! The same fact reaches a row through several parts (rollout collection copies the bundle's
+//! and the capture's gaps into the trajectory), so every list is de-duplicated on the key the
+//! producer uses.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// Where a row came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowSource {
+    /// The rows file.
+    pub file: PathBuf,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+impl std::fmt::Display for RowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// A model server reference (`model_ref`): `{"type", "name"}`. Part of the response-id join
+/// key, because two model servers may mint the same response id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModelRef {
+    /// `type` (`responses_api_models`).
+    pub kind: String,
+    /// `name` of the model server.
+    pub name: String,
+}
+
+impl std::fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
+}
+
+/// Identifiers of one model call as an integration saw it (`ModelCallRef`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallRef {
+    /// `model_call_id`, when known.
+    pub model_call_id: Option<String>,
+    /// The model server that served it.
+    pub model_ref: Option<ModelRef>,
+    /// The served response id, when known.
+    pub response_id: Option<String>,
+}
+
+/// An observed model call, identified for counting: by its id when the row knows it, else by
+/// the producer's response-id join key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObservedCall {
+    /// A `model_call_id` (the token store's key).
+    Id(String),
+    /// A reference that no model call of the row resolves: model ref and response id.
+    Response {
+        /// The model server, when named.
+        model_ref: Option<ModelRef>,
+        /// The served response id.
+        response_id: String,
+    },
+}
+
+impl std::fmt::Display for ObservedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObservedCall::Id(id) => f.write_str(id),
+            ObservedCall::Response {
+                model_ref: Some(model_ref),
+                response_id,
+            } => write!(f, "response {response_id} of {model_ref}"),
+            ObservedCall::Response { response_id, .. } => write!(f, "response {response_id}"),
+        }
+    }
+}
+
+/// An agent invocation (root agent or subagent).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invocation {
+    /// `invocation_id`.
+    pub id: String,
+    /// Parent invocation.
+    pub parent: Option<String>,
+    /// The tool call that spawned it.
+    pub spawned_by_tool_call: Option<String>,
+    /// `completed`, `failed`, …
+    pub status: String,
+    /// Why it stopped.
+    pub stop_reason: Option<String>,
+    /// Agent instance name.
+    pub agent_instance: Option<String>,
+    /// Its model calls, in the order given.
+    pub model_calls: Vec<CallRef>,
+    /// Duration.
+    pub duration_ms: Option<f64>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// A model call as the trajectory or the model server's capture recorded it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelCall {
+    /// `model_call_id`.
+    pub model_call_id: Option<String>,
+    /// `response_metadata.response_id` (capture: `response_id`).
+    pub response_id: Option<String>,
+    /// `response_metadata.model_ref` (capture: `model_ref`).
+    pub model_ref: Option<ModelRef>,
+    /// Start time.
+    pub started_at: Option<f64>,
+    /// Duration (capture: `latency_total_ms`).
+    pub duration_ms: Option<f64>,
+    /// `response_metadata.finish_reason`.
+    pub finish_reason: Option<String>,
+    /// `response_metadata.response_status` (or the status code).
+    pub status: Option<String>,
+    /// Prompt / completion tokens from `token_stats` (capture: `tokens_in` / `tokens_out`).
+    pub tokens: (Option<i64>, Option<i64>),
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// A tool call; identified by (invocation, `tool_call_id`) as the producer does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// `tool_call_id`.
+    pub id: String,
+    /// Span (schema 2.0).
+    pub span_id: Option<String>,
+    /// Parent span (nesting, schema 2.0).
+    pub parent_span_id: Option<String>,
+    /// Owning invocation.
+    pub invocation_id: Option<String>,
+    /// Tool name.
+    pub name: Option<String>,
+    /// `completed`, `failed`, `timeout`, …
+    pub status: String,
+    /// Duration.
+    pub duration_ms: Option<f64>,
+    /// Sandbox used.
+    pub sandbox_id: Option<String>,
+    /// The model call that requested it (schema 2.0).
+    pub model_call_id: Option<String>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// A context compaction (`ContextCompactionObservation`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compaction {
+    /// Owning invocation.
+    pub invocation_id: Option<String>,
+    /// The last model call before it; `None` when the producer could not tell.
+    pub before: Option<CallRef>,
+    /// The first model call after it.
+    pub after: Option<CallRef>,
+    /// The model calls that produced the summary.
+    pub model_calls: Vec<CallRef>,
+    /// Tokens before / after.
+    pub tokens: (Option<i64>, Option<i64>),
+    /// What triggered it.
+    pub trigger: Option<String>,
+    /// Outcome.
+    pub outcome: String,
+    /// The summary that replaced the context.
+    pub summary: Option<String>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// A verifier invocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verifier {
+    /// `invocation_id`.
+    pub id: String,
+    /// Outcome.
+    pub status: String,
+    /// Judge model calls.
+    pub model_calls: Vec<CallRef>,
+    /// Grading operations: (kind, outcome).
+    pub operations: Vec<(String, String)>,
+    /// Grading record: (verifier, score, verdict).
+    pub grading: Option<(String, f64, String)>,
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// A sandbox's outcome and resource use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sandbox {
+    /// `sandbox_id`.
+    pub id: Option<String>,
+    /// `agent`, `verifier`, `environment`.
+    pub role: String,
+    /// Outcome.
+    pub outcome: String,
+    /// Wall time, peak memory, CPU time.
+    pub usage: (Option<f64>, Option<f64>, Option<f64>),
+    /// The record as written (every field, known or not).
+    pub raw: Value,
+}
+
+/// An `ObservationGap`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservationGap {
+    /// Gap code.
+    pub code: String,
+    /// Detail.
+    pub detail: Option<String>,
+    /// Invocation concerned.
+    pub invocation_id: Option<String>,
+    /// Span concerned (schema 2.0).
+    pub span_id: Option<String>,
+    /// Agent instance concerned (schema 2.0).
+    pub agent_instance: Option<String>,
+}
+
+/// The key rollout collection de-duplicates gaps on: code, invocation, span, detail.
+type GapKey = (String, Option<String>, Option<String>, Option<String>);
+
+impl ObservationGap {
+    /// The key rollout collection de-duplicates gaps on.
+    fn key(&self) -> GapKey {
+        (
+            self.code.clone(),
+            self.invocation_id.clone(),
+            self.span_id.clone(),
+            self.detail.clone(),
+        )
+    }
+}
+
+/// Everything a row observed about one rollout.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observations {
+    /// Where the row is.
+    pub source: Option<RowSource>,
+    /// Earlier rows for the same rollout that this one replaced (a re-run appended it).
+    pub replaced: Vec<RowSource>,
+    /// Invocations (trajectory and agent observations, de-duplicated by id).
+    pub invocations: Vec<Invocation>,
+    /// Model calls of the trajectory and of the capture (de-duplicated by id).
+    pub model_calls: Vec<ModelCall>,
+    /// Model calls the trajectory's turns name.
+    pub turn_calls: Vec<CallRef>,
+    /// Tool calls.
+    pub tool_calls: Vec<ToolCall>,
+    /// Compactions.
+    pub compactions: Vec<Compaction>,
+    /// Verifier invocations.
+    pub verifiers: Vec<Verifier>,
+    /// Sandboxes.
+    pub sandboxes: Vec<Sandbox>,
+    /// Observation gaps as recorded, de-duplicated.
+    pub gaps: Vec<ObservationGap>,
+    /// Records of kinds this reader does not know: (kind, record).
+    pub unknown: Vec<(String, Value)>,
+    /// Records that could not be read.
+    pub problems: Vec<String>,
+    /// Rows were given, but none names this rollout.
+    pub missing_row: bool,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+fn number(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+fn integer(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).and_then(Value::as_i64)
+}
+
+fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn model_ref(v: &Value, key: &str) -> Option<ModelRef> {
+    let r = v.get(key).filter(|r| r.is_object())?;
+    Some(ModelRef {
+        kind: text(r, "type").unwrap_or_default(),
+        name: text(r, "name").unwrap_or_default(),
+    })
+}
+
+fn call_ref(v: &Value) -> CallRef {
+    CallRef {
+        model_call_id: text(v, "model_call_id"),
+        model_ref: model_ref(v, "model_ref"),
+        response_id: text(v, "response_id"),
+    }
+}
+
+fn call_refs(v: &Value, key: &str) -> Vec<CallRef> {
+    list(v, key).iter().map(call_ref).collect()
+}
+
+/// The parts of a row that carry observations.
+pub const OBSERVATION_KEYS: [&str; 4] = [
+    "ng_trajectory",
+    "ng_agent_observations",
+    "ng_model_call_capture",
+    "ng_verifier_invocations",
+];
+
+/// Reads one row into [`Observations`], de-duplicating as it goes.
+#[derive(Default)]
+struct RowReader {
+    obs: Observations,
+    invocations: HashSet<String>,
+    tools: HashSet<(Option<String>, String)>,
+    gaps: HashSet<GapKey>,
+}
+
+impl RowReader {
+    fn invocation(&mut self, v: &Value) {
+        let Some(id) = text(v, "invocation_id") else {
+            self.problem("agent invocation without invocation_id", v);
+            return;
+        };
+        if self.invocations.insert(id.clone()) {
+            self.obs.invocations.push(Invocation {
+                id,
+                parent: text(v, "parent_invocation_id"),
+                spawned_by_tool_call: text(v, "spawned_by_tool_call_id"),
+                status: text(v, "status").unwrap_or_else(|| "unknown".into()),
+                stop_reason: text(v, "stop_reason"),
+                agent_instance: text(v, "agent_instance"),
+                model_calls: call_refs(v, "model_calls"),
+                duration_ms: number(v, "duration_ms"),
+                raw: v.clone(),
+            });
+        }
+    }
+
+    /// The trajectory's tool calls come first: rollout collection has already merged the
+    /// bundle's observation of the same (invocation, tool call) into them.
+    fn tool(&mut self, v: &Value) {
+        let Some(id) = text(v, "tool_call_id") else {
+            self.problem("tool call without tool_call_id", v);
+            return;
+        };
+        let invocation_id = text(v, "invocation_id");
+        if self.tools.insert((invocation_id.clone(), id.clone())) {
+            self.obs.tool_calls.push(ToolCall {
+                id,
+                span_id: text(v, "span_id"),
+                parent_span_id: text(v, "parent_span_id"),
+                invocation_id,
+                name: text(v, "tool_name"),
+                status: text(v, "status").unwrap_or_else(|| "unknown".into()),
+                duration_ms: number(v, "duration_ms"),
+                sandbox_id: text(v, "sandbox_id"),
+                model_call_id: text(v, "model_call_id").or_else(|| {
+                    v.get("model_call_ref")
+                        .and_then(|r| text(r, "model_call_id"))
+                }),
+                raw: v.clone(),
+            });
+        }
+    }
+
+    /// A trajectory model call (`TrajectoryModelCall`).
+    fn trajectory_model_call(&mut self, v: &Value) {
+        let meta = v.get("response_metadata").unwrap_or(&Value::Null);
+        let stats = v.get("token_stats").unwrap_or(&Value::Null);
+        self.model_call(ModelCall {
+            model_call_id: text(v, "model_call_id"),
+            response_id: text(meta, "response_id"),
+            model_ref: model_ref(meta, "model_ref"),
+            started_at: number(v, "started_at"),
+            duration_ms: number(v, "duration_ms"),
+            finish_reason: text(meta, "finish_reason"),
+            status: text(meta, "response_status").or_else(|| text(meta, "status_code")),
+            tokens: (
+                integer(stats, "prompt_tokens"),
+                integer(stats, "completion_tokens"),
+            ),
+            raw: v.clone(),
+        });
+    }
+
+    /// A model call of the model server's capture (`ModelCallRecord`).
+    fn captured_model_call(&mut self, v: &Value) {
+        self.model_call(ModelCall {
+            model_call_id: text(v, "model_call_id"),
+            response_id: text(v, "response_id"),
+            model_ref: model_ref(v, "model_ref"),
+            started_at: number(v, "started_at"),
+            duration_ms: number(v, "latency_total_ms"),
+            finish_reason: text(v, "finish_reason"),
+            status: text(v, "response_status").or_else(|| text(v, "status_code")),
+            tokens: (integer(v, "tokens_in"), integer(v, "tokens_out")),
+            raw: v.clone(),
+        });
+    }
+
+    /// The trajectory already holds the capture's calls: the same id is one call.
+    fn model_call(&mut self, call: ModelCall) {
+        let known = call.model_call_id.is_some()
+            && self
+                .obs
+                .model_calls
+                .iter()
+                .any(|m| m.model_call_id == call.model_call_id);
+        if !known {
+            self.obs.model_calls.push(call);
+        }
+    }
+
+    fn compaction(&mut self, v: &Value) {
+        let reference = |key: &str| v.get(key).filter(|x| x.is_object()).map(call_ref);
+        self.obs.compactions.push(Compaction {
+            invocation_id: text(v, "invocation_id"),
+            before: reference("before_model_call"),
+            after: reference("after_model_call"),
+            model_calls: call_refs(v, "model_calls"),
+            tokens: (integer(v, "tokens_before"), integer(v, "tokens_after")),
+            trigger: text(v, "trigger"),
+            outcome: text(v, "outcome").unwrap_or_else(|| "unknown".into()),
+            summary: text(v, "summary"),
+            raw: v.clone(),
+        });
+    }
+
+    fn gap(&mut self, v: &Value) {
+        let Some(code) = text(v, "code") else {
+            self.problem("observation gap without code", v);
+            return;
+        };
+        let gap = ObservationGap {
+            code,
+            detail: text(v, "detail"),
+            invocation_id: text(v, "invocation_id"),
+            span_id: text(v, "span_id"),
+            agent_instance: text(v, "agent_instance"),
+        };
+        if self.gaps.insert(gap.key()) {
+            self.obs.gaps.push(gap);
+        }
+    }
+
+    fn sandbox(&mut self, v: &Value) {
+        self.obs.sandboxes.push(Sandbox {
+            id: text(v, "sandbox_id"),
+            role: text(v, "role").unwrap_or_else(|| "unknown".into()),
+            outcome: text(v, "outcome").unwrap_or_else(|| "unknown".into()),
+            usage: (
+                number(v, "wall_time_s"),
+                number(v, "peak_memory_mib"),
+                number(v, "cpu_time_s"),
+            ),
+            raw: v.clone(),
+        });
+    }
+
+    fn verifier(&mut self, v: &Value) {
+        let Some(id) = text(v, "invocation_id") else {
+            self.problem("verifier invocation without invocation_id", v);
+            return;
+        };
+        if self.obs.verifiers.iter().any(|x| x.id == id) {
+            return;
+        }
+        for s in list(v, "sandbox_observations") {
+            self.sandbox(s);
+        }
+        self.obs.verifiers.push(Verifier {
+            id,
+            status: text(v, "status").unwrap_or_else(|| "unknown".into()),
+            model_calls: call_refs(v, "model_calls"),
+            operations: list(v, "grading_operations")
+                .iter()
+                .map(|o| {
+                    (
+                        text(o, "kind").unwrap_or_else(|| "programmatic_calculation".into()),
+                        text(o, "outcome").unwrap_or_else(|| "unknown".into()),
+                    )
+                })
+                .collect(),
+            grading: v.get("grading_record").filter(|g| g.is_object()).map(|g| {
+                (
+                    text(g, "verifier").unwrap_or_default(),
+                    number(g, "score").unwrap_or(f64::NAN),
+                    text(g, "verdict").unwrap_or_default(),
+                )
+            }),
+            raw: v.clone(),
+        });
+    }
+
+    fn problem(&mut self, what: &str, v: &Value) {
+        self.obs.problems.push(format!("{what}: {}", clip(v)));
+    }
+}
+
+impl Observations {
+    /// Read the observation parts of one row.
+    pub fn from_row(row: &Value, source: Option<RowSource>) -> Observations {
+        let mut reader = RowReader::default();
+        reader.obs.source = source;
+        let part = |key: &str| row.get(key).filter(|t| t.is_object());
+        if let Some(t) = part("ng_trajectory") {
+            for v in list(t, "invocations") {
+                reader.invocation(v);
+            }
+            for v in list(t, "model_calls") {
+                reader.trajectory_model_call(v);
+            }
+            for turn in list(t, "turns") {
+                reader.obs.turn_calls.extend(call_refs(turn, "model_calls"));
+            }
+            for v in list(t, "tool_calls") {
+                reader.tool(v);
+            }
+            for v in list(t, "verifier_invocations") {
+                reader.verifier(v);
+            }
+            for v in list(t, "gaps") {
+                reader.gap(v);
+            }
+        }
+        if let Some(b) = part("ng_agent_observations") {
+            for v in list(b, "records") {
+                match v.get("kind").and_then(Value::as_str) {
+                    Some("agent_invocation") => reader.invocation(v),
+                    Some("tool_call") => reader.tool(v),
+                    Some("context_compaction") => reader.compaction(v),
+                    Some("sandbox") => reader.sandbox(v),
+                    Some(kind) => reader.obs.unknown.push((kind.to_owned(), v.clone())),
+                    None => reader.problem("observation record without kind", v),
+                }
+            }
+            for v in list(b, "gaps") {
+                reader.gap(v);
+            }
+        }
+        // Without a trajectory (its projection failed), the capture is the only call list.
+        if let Some(c) = part("ng_model_call_capture") {
+            for v in list(c, "calls") {
+                reader.captured_model_call(v);
+            }
+            for v in list(c, "gaps") {
+                reader.gap(v);
+            }
+        }
+        for v in row
+            .get("ng_verifier_invocations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            reader.verifier(v);
+        }
+        reader.obs
+    }
+
+    /// The model call id a reference names: directly, or through the row's model calls by the
+    /// producer's join key (model ref + response id), when exactly one call has it. Never by
+    /// timing or content.
+    pub fn resolve(&self, reference: &CallRef) -> Option<String> {
+        if let Some(id) = &reference.model_call_id {
+            return Some(id.clone());
+        }
+        let response = reference.response_id.as_ref()?;
+        let mut matches = self.model_calls.iter().filter(|m| {
+            m.response_id.as_ref() == Some(response) && m.model_ref == reference.model_ref
+        });
+        let first = matches.next()?;
+        if matches.next().is_some() {
+            return None;
+        }
+        first.model_call_id.clone()
+    }
+
+    /// What a reference identifies, for counting: its model call id when it resolves, else its
+    /// response key; `None` for a reference that names nothing.
+    pub fn observed(&self, reference: &CallRef) -> Option<ObservedCall> {
+        if let Some(id) = self.resolve(reference) {
+            return Some(ObservedCall::Id(id));
+        }
+        Some(ObservedCall::Response {
+            model_ref: reference.model_ref.clone(),
+            response_id: reference.response_id.clone()?,
+        })
+    }
+
+    /// The model call a served response id names, matched on the response id alone (an
+    /// explicit declaration carries no model ref): `Err` with the id when none or several do.
+    pub fn declared_response(&self, response_id: &str) -> Result<String, String> {
+        let mut matches = self
+            .model_calls
+            .iter()
+            .filter(|m| m.response_id.as_deref() == Some(response_id))
+            .filter_map(|m| m.model_call_id.clone());
+        match (matches.next(), matches.next()) {
+            (Some(call), None) => Ok(call),
+            _ => Err(response_id.to_owned()),
+        }
+    }
+
+    /// Every model call the row observes: the trajectory's and the capture's calls, and every
+    /// call an invocation, turn, compaction or verifier names, each counted once.
+    pub fn observed_calls(&self) -> BTreeSet<ObservedCall> {
+        let mut calls = BTreeSet::new();
+        for call in &self.model_calls {
+            let reference = CallRef {
+                model_call_id: call.model_call_id.clone(),
+                model_ref: call.model_ref.clone(),
+                response_id: call.response_id.clone(),
+            };
+            calls.extend(self.observed(&reference));
+        }
+        calls.extend(self.all_refs().filter_map(|r| self.observed(r)));
+        calls
+    }
+
+    fn all_refs(&self) -> impl Iterator<Item = &CallRef> {
+        self.owning_refs().chain(&self.turn_calls)
+    }
+
+    /// References by an owner: invocations, compactions and verifiers.
+    fn owning_refs(&self) -> impl Iterator<Item = &CallRef> {
+        self.invocations
+            .iter()
+            .flat_map(|i| &i.model_calls)
+            .chain(self.verifiers.iter().flat_map(|v| &v.model_calls))
+            .chain(
+                self.compactions
+                    .iter()
+                    .flat_map(|c| c.before.iter().chain(&c.after).chain(&c.model_calls)),
+            )
+    }
+
+    /// Every model call id the observations attribute to an owner (invocation, compaction,
+    /// verifier).
+    pub fn referenced_calls(&self) -> HashSet<String> {
+        self.owning_refs().filter_map(|r| self.resolve(r)).collect()
+    }
+
+    /// Invocations on a parent cycle (flagged, not followed).
+    pub fn invocation_cycles(&self) -> HashSet<String> {
+        let parent: HashMap<&str, &str> = self
+            .invocations
+            .iter()
+            .filter_map(|i| i.parent.as_deref().map(|p| (i.id.as_str(), p)))
+            .collect();
+        cycle_members(&parent)
+    }
+
+    /// Tool calls on a parent-span cycle.
+    pub fn tool_cycles(&self) -> HashSet<String> {
+        let parent: HashMap<&str, &str> = self
+            .tool_calls
+            .iter()
+            .filter_map(|t| Some((t.span_id.as_deref()?, t.parent_span_id.as_deref()?)))
+            .collect();
+        cycle_members(&parent)
+    }
+}
+
+/// Members of cycles in a parent relation (iterative: no recursion on hostile input).
+fn cycle_members(parent: &HashMap<&str, &str>) -> HashSet<String> {
+    let mut members = HashSet::new();
+    let mut done: HashSet<&str> = HashSet::new();
+    for &start in parent.keys() {
+        let mut path: Vec<&str> = Vec::new();
+        let mut on_path: HashMap<&str, usize> = HashMap::new();
+        let mut current = Some(start);
+        while let Some(node) = current {
+            if done.contains(node) {
+                break;
+            }
+            if let Some(&at) = on_path.get(node) {
+                members.extend(path[at..].iter().map(|s| s.to_string()));
+                break;
+            }
+            on_path.insert(node, path.len());
+            path.push(node);
+            current = parent.get(node).copied();
+        }
+        done.extend(path);
+    }
+    members
+}
+
+fn clip(v: &Value) -> String {
+    let text = v.to_string();
+    if text.len() > 80 {
+        format!(
+            "{}…",
+            &text[..text.char_indices().nth(79).map_or(text.len(), |(i, _)| i)]
+        )
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cycles_are_found_iteratively() {
+        let parent: HashMap<&str, &str> =
+            [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a"), ("e", "f")].into();
+        let mut members: Vec<String> = cycle_members(&parent).into_iter().collect();
+        members.sort();
+        assert_eq!(members, vec!["a", "b", "c"]);
+        // A long parent chain is walked without recursion.
+        let names: Vec<String> = (0..100_000).map(|i| format!("s{i}")).collect();
+        let chain: HashMap<&str, &str> = names
+            .windows(2)
+            .map(|w| (w[1].as_str(), w[0].as_str()))
+            .collect();
+        assert!(cycle_members(&chain).is_empty());
+    }
+
+    #[test]
+    fn tool_span_cycles_and_lenient_records() {
+        let row = json!({"ng_agent_observations": {"records": [
+            {"kind": "tool_call", "tool_call_id": "t1", "span_id": "s1", "parent_span_id": "s2", "invocation_id": "i"},
+            {"kind": "tool_call", "tool_call_id": "t2", "span_id": "s2", "parent_span_id": "s1", "invocation_id": "i"},
+            {"kind": "tool_call", "span_id": "s3"},
+            {"kind": "new_kind", "x": 1},
+            "not an object",
+            {"kind": "agent_invocation", "invocation_id": "i", "model_calls": [{"response_id": "r1"}]}
+        ], "gaps": [{"detail": "no code"}]},
+        "ng_trajectory": {"model_calls": [{"model_call_id": "c1", "response_metadata": {"response_id": "r1"}}]}});
+        let obs = Observations::from_row(&row, None);
+        let mut cycle: Vec<String> = obs.tool_cycles().into_iter().collect();
+        cycle.sort();
+        assert_eq!(cycle, vec!["s1", "s2"]);
+        assert_eq!(obs.unknown.len(), 1);
+        assert_eq!(obs.problems.len(), 3, "{:?}", obs.problems);
+        // A reference by response id only joins through the trajectory's model calls.
+        assert_eq!(
+            obs.resolve(&obs.invocations[0].model_calls[0]).as_deref(),
+            Some("c1")
+        );
+        assert_eq!(obs.referenced_calls(), ["c1".to_string()].into());
+    }
+}

@@ -1,0 +1,300 @@
+//! Rows files: which rollout each row belongs to, the way rollout collection names it, and
+//! everything a file holds that is not used — reported, never dropped in silence.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::record::{OBSERVATION_KEYS, Observations, RowSource};
+
+/// A row that could not be used, or a record inside it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowProblem {
+    /// Where.
+    pub source: RowSource,
+    /// Why.
+    pub message: String,
+}
+
+/// Rows read from files, by the rollout they belong to.
+#[derive(Clone, Debug, Default)]
+pub struct Rows {
+    /// Observations by rollout id (the token store's rollout id); the last row wins.
+    pub by_rollout: BTreeMap<String, Observations>,
+    /// Lines that could not be used, rows replaced by a later one, rows skipped.
+    pub problems: Vec<RowProblem>,
+    /// Files read.
+    pub files: Vec<PathBuf>,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// Whether `id` can name a token-store rollout (and a capture path segment).
+fn valid_rollout_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The capture key rollout collection derives from a run body: `_ng_rollout_id`, else
+/// `<_ng_task_index>-<_ng_rollout_index>`, then `-a<n>` for a re-dispatch attempt n > 0.
+fn run_body_key(row: &Value) -> Result<Option<String>, String> {
+    let base = match row.get("_ng_rollout_id") {
+        None | Some(Value::Null) => {
+            match (text(row, "_ng_task_index"), text(row, "_ng_rollout_index")) {
+                (Some(task), Some(rollout)) => format!("{task}-{rollout}"),
+                _ => return Ok(None),
+            }
+        }
+        Some(Value::String(id)) if valid_rollout_id(id) => id.clone(),
+        Some(other) => {
+            return Err(format!(
+                "malformed _ng_rollout_id {other}: letters, digits, '.', '_' and '-' only, \
+                 starting with a letter or digit"
+            ));
+        }
+    };
+    let attempt = match row.get("_ng_attempt_index") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
+        Some(_) => 0,
+    };
+    Ok(Some(if attempt > 0 {
+        format!("{base}-a{attempt}")
+    } else {
+        base
+    }))
+}
+
+/// The rollout a row belongs to, in the producer's order: the trajectory's `capture_key`
+/// (schema 2.0), its `rollout_id`, the capture's `rollout_id`, then the key derived from the
+/// run body (`_ng_rollout_id` or the task and rollout indices, with the attempt), then a
+/// top-level `rollout_id`. `Err` when the row's explicit id is malformed.
+pub fn row_key(row: &Value) -> Result<Option<String>, String> {
+    let part = |key: &str| row.get(key).filter(|p| p.is_object());
+    let named = part("ng_trajectory")
+        .and_then(|t| text(t, "capture_key").or_else(|| text(t, "rollout_id")))
+        .or_else(|| part("ng_model_call_capture").and_then(|c| text(c, "rollout_id")));
+    if named.is_some() {
+        return Ok(named);
+    }
+    Ok(run_body_key(row)?.or_else(|| text(row, "rollout_id")))
+}
+
+fn has_observations(row: &Map<String, Value>) -> bool {
+    OBSERVATION_KEYS.iter().any(|k| row.contains_key(*k))
+}
+
+impl Rows {
+    /// Read rows files: each path a JSONL file or a directory of them.
+    pub fn read(paths: &[PathBuf]) -> Rows {
+        let mut rows = Rows::default();
+        for path in paths {
+            if path.is_dir() {
+                for file in row_files(path) {
+                    rows.read_file(&file);
+                }
+            } else {
+                rows.read_file(path);
+            }
+        }
+        rows
+    }
+
+    /// Also read the rows files found in store directories (`*.jsonl` that are not token
+    /// files and whose rows carry observations).
+    pub fn discover(&mut self, store_dirs: &[PathBuf]) {
+        for dir in store_dirs {
+            for file in row_files(dir) {
+                if !self.files.contains(&file) {
+                    self.read_file(&file);
+                }
+            }
+        }
+    }
+
+    fn problem(&mut self, source: RowSource, message: String) {
+        self.problems.push(RowProblem { source, message });
+    }
+
+    fn read_file(&mut self, file: &Path) {
+        let bytes = match crate::store::read::open_quiet(file).and_then(|f| {
+            let mut data = Vec::new();
+            if let Some(mut f) = f {
+                std::io::Read::read_to_end(&mut f, &mut data)?;
+            }
+            Ok(data)
+        }) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                let source = RowSource {
+                    file: file.to_path_buf(),
+                    line: 0,
+                };
+                self.problem(source, format!("cannot read: {error}"));
+                return;
+            }
+        };
+        self.files.push(file.to_path_buf());
+        let mut bare_lines = Vec::new();
+        for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let source = RowSource {
+                file: file.to_path_buf(),
+                line: index + 1,
+            };
+            let row: Value = match serde_json::from_slice(line) {
+                Ok(row) => row,
+                Err(error) => {
+                    self.problem(source, format!("malformed row: {error}"));
+                    continue;
+                }
+            };
+            if !row.as_object().is_some_and(has_observations) {
+                bare_lines.push(index + 1);
+                continue;
+            }
+            match row_key(&row) {
+                Ok(Some(key)) => self.insert(key, &row, source),
+                Ok(None) => self.problem(
+                    source,
+                    "row names no rollout (no ng_trajectory.rollout_id, \
+                     ng_model_call_capture.rollout_id, _ng_rollout_id or \
+                     _ng_task_index/_ng_rollout_index)"
+                        .into(),
+                ),
+                Err(message) => self.problem(source, format!("row skipped: {message}")),
+            }
+        }
+        if let Some(&first) = bare_lines.first() {
+            let shown: Vec<String> = bare_lines.iter().take(8).map(|l| l.to_string()).collect();
+            let more = if bare_lines.len() > 8 { ", …" } else { "" };
+            self.problem(
+                RowSource {
+                    file: file.to_path_buf(),
+                    line: first,
+                },
+                format!(
+                    "{} row(s) carry no observations ({}) and were skipped: line {}{more}",
+                    bare_lines.len(),
+                    OBSERVATION_KEYS.join(", "),
+                    shown.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// Rollout collection appends to its results file, so a re-run appends a newer row for the
+    /// same rollout: the later row is used, and the replacement reported.
+    fn insert(&mut self, key: String, row: &Value, source: RowSource) {
+        let mut observations = Observations::from_row(row, Some(source.clone()));
+        if let Some(previous) = self.by_rollout.remove(&key) {
+            let earlier = previous.source.clone();
+            observations.replaced = previous.replaced;
+            observations.replaced.extend(earlier.clone());
+            let message = match earlier {
+                Some(earlier) => format!(
+                    "a second row for rollout {key}: it replaces the row at {earlier} (a re-run \
+                     appended it; the later row is used)"
+                ),
+                None => format!("a second row for rollout {key}: the later row is used"),
+            };
+            self.problem(source, message);
+        }
+        self.by_rollout.insert(key, observations);
+    }
+
+    /// Rows whose rollout is not among `rollout_ids`.
+    pub fn unmatched<'a>(&'a self, rollout_ids: &HashSet<&str>) -> Vec<&'a str> {
+        self.by_rollout
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !rollout_ids.contains(k))
+            .collect()
+    }
+}
+
+/// A line about rows that name no rollout of `rollout_ids`, if any.
+pub fn unmatched_message(rows: &Rows, rollout_ids: &HashSet<&str>) -> Option<String> {
+    let unmatched = rows.unmatched(rollout_ids);
+    (!unmatched.is_empty()).then(|| {
+        format!(
+            "{} rollout row(s) name no rollout in these stores: {}",
+            unmatched.len(),
+            unmatched.join(", ")
+        )
+    })
+}
+
+/// JSONL files of a directory that may hold rollout rows (not token-store files), sorted.
+fn row_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".jsonl") && !name.ends_with(".tokens.jsonl")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rollout_identity_follows_the_producer() {
+        let key = |row: Value| row_key(&row);
+        assert_eq!(
+            key(json!({"ng_trajectory": {"rollout_id": "3-1", "capture_key": "3-1-a2"}})),
+            Ok(Some("3-1-a2".into()))
+        );
+        assert_eq!(
+            key(json!({"ng_trajectory": {"rollout_id": "3-1"}, "_ng_task_index": 9})),
+            Ok(Some("3-1".into()))
+        );
+        // Projection failed: the capture names it, else the run body does.
+        assert_eq!(
+            key(json!({"ng_model_call_capture": {"rollout_id": "4-0"}})),
+            Ok(Some("4-0".into()))
+        );
+        assert_eq!(
+            key(json!({"_ng_task_index": 4, "_ng_rollout_index": 2})),
+            Ok(Some("4-2".into()))
+        );
+        assert_eq!(
+            key(json!({"_ng_task_index": 4, "_ng_rollout_index": 2, "_ng_attempt_index": 1})),
+            Ok(Some("4-2-a1".into()))
+        );
+        assert_eq!(
+            key(json!({"_ng_task_index": 4, "_ng_rollout_index": 2, "_ng_attempt_index": 0})),
+            Ok(Some("4-2".into()))
+        );
+        assert_eq!(
+            key(
+                json!({"_ng_rollout_id": "run.7", "_ng_task_index": 4, "_ng_rollout_index": 2,
+                "_ng_attempt_index": 3})
+            ),
+            Ok(Some("run.7-a3".into()))
+        );
+        assert!(key(json!({"_ng_rollout_id": "../x"})).is_err());
+        assert!(key(json!({"_ng_rollout_id": 7})).is_err());
+        assert_eq!(key(json!({"response": {"id": "resp_1"}})), Ok(None));
+    }
+}
