@@ -2,8 +2,8 @@
 //! store `store-1-0`, with every situation the observation graph must show: a plain agent, a
 //! subagent spawned through a tool call, a compaction, a verifier calling a judge model, a
 //! failed and a timed-out tool, an invocation cycle, a model call with no token record, an
-//! `ObservationGap`, a schema-1.0 row without `capture_key`, a declared final response that
-//! matches nothing, a record of unknown kind, a malformed line and a row for no rollout.
+//! `ObservationGap`, a schema-1.0 row without `capture_key`, a row whose own `response.id`
+//! matches nothing (never a declaration), a record of unknown kind, a malformed line and a row for no rollout.
 //!
 //! `cargo run --example make_fixture_rows`
 
@@ -57,7 +57,7 @@ fn main() {
         .as_object_mut()
         .unwrap()
         .remove("capture_key");
-    // A declared final response that matches no model call.
+    // The row's own response id matches no model call: it must not count as a declaration.
     find(&mut rows, "0-9-a1")["response"] = json!({"id": "resp-that-does-not-exist"});
     // A record of a kind this reader does not know (kept and shown).
     find(&mut rows, "0-10-a1")["ng_agent_observations"]["records"]

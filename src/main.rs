@@ -119,7 +119,7 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         let rows = read_rows(&stores, &args.rows);
         let locations = locate(&stores, &[])?;
         let ids = locations.iter().map(|l| l.id.as_str()).collect();
-        unmatched = tokscope::observe::unmatched_message(&rows, &ids);
+        unmatched = rows.message(&ids);
         let analyses = analyze_rows(&locations, &options, &rows);
         tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
     };

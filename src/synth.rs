@@ -316,7 +316,7 @@ pub fn write_bench_store(dir: &Path) -> std::io::Result<usize> {
 /// invocation owning the main tree's calls, a subagent (spawned by a tool call) for each other
 /// root, the tool calls of each call's `function_call` items, a compaction before each call
 /// the resolver could not link, a verifier with a judge call (never captured), a sandbox, and
-/// the final response the harness kept. Every third model call is referenced by response id
+/// a `response.id` (the main chain's last served response id; never read as a declaration). Every third model call is referenced by response id
 /// only, so the join through the trajectory's model calls is exercised.
 pub fn rows_for_store(dir: &Path) -> Vec<Value> {
     let locations = crate::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();

@@ -175,11 +175,11 @@ impl LiveStore {
         changes
     }
 
-    /// A line about rows that name no followed rollout, if any.
-    pub fn unmatched_rows_message(&self) -> Option<String> {
+    /// A line about the rows worth the user's attention, if any (see [`Rows::message`]).
+    pub fn rows_message(&self) -> Option<String> {
         let ids: std::collections::HashSet<&str> =
             self.rollouts.keys().map(|l| l.id.as_str()).collect();
-        crate::observe::unmatched_message(&self.rows, &ids)
+        self.rows.message(&ids)
     }
 
     /// Size and modification time of every rows file (to notice changes when polling).

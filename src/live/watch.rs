@@ -91,6 +91,18 @@ fn send_all(
     }
 }
 
+/// Rows changed: send every rollout judged anew, then what the rows file holds that is worth
+/// saying (a re-run appended, a malformed line).
+fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
+    if !send_all(sender, Ok(store.rows_changed())) {
+        return false;
+    }
+    match store.rows_message() {
+        Some(message) => sender.send(StoreEvent::Error(message)).is_ok(),
+        None => true,
+    }
+}
+
 fn run(
     dirs: Vec<PathBuf>,
     options: WatchOptions,
@@ -128,7 +140,7 @@ fn run(
     if !send_all(&sender, store.rescan()) {
         return;
     }
-    if let Some(message) = store.unmatched_rows_message() {
+    if let Some(message) = store.rows_message() {
         let _ = sender.send(StoreEvent::Error(message));
     }
     if sender.send(StoreEvent::Ready).is_err() {
@@ -142,7 +154,7 @@ fn run(
                 let stamp = store.rows_stamp();
                 if stamp != rows_stamp {
                     rows_stamp = stamp;
-                    if !send_all(&sender, Ok(store.rows_changed())) {
+                    if !send_rows(&sender, &mut store) {
                         return;
                     }
                 }
@@ -183,7 +195,7 @@ fn run(
                         Err(_) => rescan = true,
                     }
                 }
-                if rows_changed && !send_all(&sender, Ok(store.rows_changed())) {
+                if rows_changed && !send_rows(&sender, &mut store) {
                     return;
                 }
                 let ok = if rescan {

@@ -187,8 +187,13 @@ impl Builder<'_> {
         let compaction: &Compaction = &self.obs.compactions[index];
         let count = |t: Option<i64>| t.map_or("?".to_owned(), |t| t.to_string());
         let mut text = format!(
-            "⇣ compaction ({}) tokens {}→{}",
+            "⇣ compaction ({}{}) tokens {}→{}",
             compaction.outcome,
+            if position_unknown {
+                ", position unknown"
+            } else {
+                ""
+            },
             count(compaction.tokens.0),
             count(compaction.tokens.1)
         );
@@ -205,9 +210,6 @@ impl Builder<'_> {
         }
         if let Some(after) = compaction.after.as_ref() {
             text.push_str(&format!(" before {}", call_name(self.obs, after)));
-        }
-        if position_unknown {
-            text.push_str(" · position unknown");
         }
         let invocation_known = compaction
             .invocation_id

@@ -765,4 +765,98 @@ mod tests {
         );
         assert_eq!(obs.referenced_calls(), ["c1".to_string()].into());
     }
+
+    #[test]
+    fn response_joins_use_the_model_ref_and_need_a_unique_match() {
+        let server = |name: &str| json!({"type": "responses_api_models", "name": name});
+        let row = json!({"ng_model_call_capture": {"rollout_id": "r", "calls": [
+            {"model_call_id": "c1", "response_id": "resp-1", "model_ref": server("policy")},
+            {"model_call_id": "c2", "response_id": "resp-1", "model_ref": server("judge")},
+            {"model_call_id": "c3", "response_id": "resp-3", "model_ref": server("policy")},
+            {"model_call_id": "c4", "response_id": "resp-3", "model_ref": server("policy")}
+        ]}});
+        let obs = Observations::from_row(&row, None);
+        let reference = |name: Option<&str>, response: &str| CallRef {
+            model_call_id: None,
+            model_ref: name.map(|n| ModelRef {
+                kind: "responses_api_models".into(),
+                name: n.into(),
+            }),
+            response_id: Some(response.into()),
+        };
+        assert_eq!(
+            obs.resolve(&reference(Some("policy"), "resp-1")).as_deref(),
+            Some("c1")
+        );
+        assert_eq!(
+            obs.resolve(&reference(Some("judge"), "resp-1")).as_deref(),
+            Some("c2")
+        );
+        // No model ref: it matches only calls without one; none here.
+        assert_eq!(obs.resolve(&reference(None, "resp-1")), None);
+        // Two calls with the same key: ambiguous, not joined.
+        assert_eq!(obs.resolve(&reference(Some("policy"), "resp-3")), None);
+        assert_eq!(
+            obs.observed(&reference(Some("policy"), "resp-3")),
+            Some(ObservedCall::Response {
+                model_ref: Some(ModelRef {
+                    kind: "responses_api_models".into(),
+                    name: "policy".into()
+                }),
+                response_id: "resp-3".into()
+            })
+        );
+    }
+
+    #[test]
+    fn copies_of_one_fact_count_once() {
+        let gap = json!({"code": "no_sandbox_runtime", "invocation_id": null, "detail": null});
+        let row = json!({
+            "ng_trajectory": {"rollout_id": "r", "gaps": [gap, {"code": "model_calls_unavailable"}],
+                "invocations": [{"invocation_id": "root", "model_calls": []}],
+                "tool_calls": [{"invocation_id": "root", "tool_call_id": "call_0", "status": "completed"}],
+                "model_calls": [{"model_call_id": "c1", "response_metadata": {"response_id": "x"}}]},
+            "ng_agent_observations": {"source": "hermes", "gaps": [{"code": "no_sandbox_runtime"},
+                    {"code": "no_sandbox_runtime", "detail": "other"}],
+                "records": [
+                    {"kind": "agent_invocation", "invocation_id": "root"},
+                    {"kind": "agent_invocation", "invocation_id": "root.child-1"},
+                    {"kind": "tool_call", "invocation_id": "root", "tool_call_id": "call_0", "status": "unknown"},
+                    {"kind": "tool_call", "invocation_id": "root.child-1", "tool_call_id": "call_0", "status": "timeout"}
+                ]},
+            "ng_model_call_capture": {"rollout_id": "r", "calls": [{"model_call_id": "c1"}, {"model_call_id": "c2"}],
+                "gaps": [{"code": "model_calls_unavailable"}]}
+        });
+        let obs = Observations::from_row(&row, None);
+        let codes: Vec<(&str, Option<&str>)> = obs
+            .gaps
+            .iter()
+            .map(|g| (g.code.as_str(), g.detail.as_deref()))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                ("no_sandbox_runtime", None),
+                ("model_calls_unavailable", None),
+                ("no_sandbox_runtime", Some("other"))
+            ]
+        );
+        assert_eq!(obs.invocations.len(), 2);
+        let tools: Vec<(&str, &str)> = obs
+            .tool_calls
+            .iter()
+            .map(|t| (t.invocation_id.as_deref().unwrap(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            tools,
+            vec![("root", "completed"), ("root.child-1", "timeout")],
+            "the trajectory's merged tool first; same id in another invocation kept"
+        );
+        let ids: Vec<_> = obs
+            .model_calls
+            .iter()
+            .map(|m| m.model_call_id.as_deref().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["c1", "c2"]);
+    }
 }

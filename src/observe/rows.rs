@@ -214,6 +214,24 @@ impl Rows {
         self.by_rollout.insert(key, observations);
     }
 
+    /// A line worth the user's attention, if any: rows that name no rollout of `rollout_ids`,
+    /// and lines that could not be used or were replaced (the first one named; `build` lists
+    /// them all on stderr).
+    pub fn message(&self, rollout_ids: &HashSet<&str>) -> Option<String> {
+        let unmatched = unmatched_message(self, rollout_ids);
+        let problems = self.problems.first().map(|first| {
+            let more = match self.problems.len() - 1 {
+                0 => String::new(),
+                more => format!(" (+{more} more)"),
+            };
+            format!("rows: {}: {}{more}", first.source, first.message)
+        });
+        match (unmatched, problems) {
+            (Some(a), Some(b)) => Some(format!("{a} · {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Rows whose rollout is not among `rollout_ids`.
     pub fn unmatched<'a>(&'a self, rollout_ids: &HashSet<&str>) -> Vec<&'a str> {
         self.by_rollout
@@ -225,7 +243,7 @@ impl Rows {
 }
 
 /// A line about rows that name no rollout of `rollout_ids`, if any.
-pub fn unmatched_message(rows: &Rows, rollout_ids: &HashSet<&str>) -> Option<String> {
+fn unmatched_message(rows: &Rows, rollout_ids: &HashSet<&str>) -> Option<String> {
     let unmatched = rows.unmatched(rollout_ids);
     (!unmatched.is_empty()).then(|| {
         format!(
