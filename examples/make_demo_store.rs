@@ -358,7 +358,7 @@ fn main() {
         if index > 0 {
             call.prompt = full[cumulative.len()..].to_vec();
             call.delta = true;
-            call.lineage = Lineage::Given(cum.len(), tokscope::build::digest::digest(&cum));
+            call.lineage = Lineage::Given(cum.len(), tokscope::rebuild::digest::digest(&cum));
         }
         cumulative = cum;
     }

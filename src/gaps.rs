@@ -1,6 +1,6 @@
 //! Everything about a rollout that was not observed or could not be joined (SPEC §8).
 
-use crate::build::RecordFate;
+use crate::rebuild::RecordFate;
 use crate::store::IssueKind;
 use crate::verdict::{Analysis, Lifecycle};
 

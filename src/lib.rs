@@ -1,16 +1,16 @@
 //! tokscope: read NeMo Gym token stores, rebuild rollouts exactly as the reference builder
 //! does, and explain the verdict.
 //!
-//! Layers: [`store`] reads files (never writes), [`build`] rebuilds chains, [`verdict`] judges
+//! Layers: [`store`] reads files (never writes), [`rebuild`] rebuilds chains, [`verdict`] judges
 //! a rollout like the reference consumer, [`load`] does it for whole stores.
 
 pub mod app;
-pub mod build;
 pub mod detok;
 pub mod gaps;
 pub mod live;
 pub mod load;
 pub mod observe;
+pub mod rebuild;
 pub mod store;
 pub mod synth;
 pub mod table;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::build::digest::digest;
+use crate::rebuild::digest::digest;
 
 /// One model call to write.
 #[derive(Clone, Debug)]
@@ -389,7 +389,7 @@ fn row_for(analysis: &crate::verdict::Analysis) -> Value {
         let compacted: Vec<usize> = roots
             .iter()
             .copied()
-            .filter(|&r| build.nodes[r].note == Some(crate::build::LinkNote::ParentUnresolved))
+            .filter(|&r| build.nodes[r].note == Some(crate::rebuild::LinkNote::ParentUnresolved))
             .collect();
         for (k, &root) in roots
             .iter()
@@ -432,7 +432,7 @@ fn row_for(analysis: &crate::verdict::Analysis) -> Value {
             }
             // A compaction before each call whose parent link the resolver could not make.
             for (position, &n) in members.iter().enumerate() {
-                if build.nodes[n].note == Some(crate::build::LinkNote::ParentUnresolved) {
+                if build.nodes[n].note == Some(crate::rebuild::LinkNote::ParentUnresolved) {
                     let call = &records[build.nodes[n].record].model_call_id;
                     let before = position.checked_sub(1).map(|p| {
                         records[build.nodes[members[p]].record]

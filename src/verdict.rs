@@ -5,8 +5,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::build::project::ProjectionError;
-use crate::build::{
+use crate::rebuild::project::ProjectionError;
+use crate::rebuild::{
     BuildOptions, BuildOutput, LinkNote, RebuiltResponse, prefix_merging, project_main_chain,
 };
 use crate::store::{Capture, ReadIssue};
@@ -29,7 +29,7 @@ pub struct VerdictOptions {
     /// delivered (the reference's `mask_incomplete_when_attributed`).
     pub mask_incomplete_when_attributed: bool,
     /// Digests remembered across rebuilds of one growing rollout (live monitoring).
-    pub digest_memo: Option<std::sync::Arc<crate::build::merge::DigestMemo>>,
+    pub digest_memo: Option<std::sync::Arc<crate::rebuild::merge::DigestMemo>>,
     /// What the harness observed around the capture (its rollout row), when known.
     pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
 }
@@ -395,8 +395,8 @@ fn unresolved_with_notes(
     }
     for (index, fate) in build.fates.iter().enumerate() {
         let note = match fate {
-            crate::build::RecordFate::Conflict(_) => LinkNote::DuplicateCallIdConflict,
-            crate::build::RecordFate::DeltaBroken => LinkNote::DeltaChainUnreconstructable,
+            crate::rebuild::RecordFate::Conflict(_) => LinkNote::DuplicateCallIdConflict,
+            crate::rebuild::RecordFate::DeltaBroken => LinkNote::DeltaChainUnreconstructable,
             _ => continue,
         };
         note_of.entry(&records[index].model_call_id).or_insert(note);
@@ -474,7 +474,9 @@ impl Analysis {
                     roots: notes.roots,
                     quarantined_calls: build.quarantined.len(),
                     quarantined_fraction: if n_calls > 0 {
-                        crate::build::merge::round4(build.quarantined.len() as f64 / n_calls as f64)
+                        crate::rebuild::merge::round4(
+                            build.quarantined.len() as f64 / n_calls as f64,
+                        )
                     } else {
                         0.0
                     },
@@ -628,7 +630,7 @@ struct NotesReport<'a> {
 }
 
 impl<'a> NotesReport<'a> {
-    fn new(notes: &'a crate::build::BuildNotes) -> Self {
+    fn new(notes: &'a crate::rebuild::BuildNotes) -> Self {
         NotesReport {
             builder: BUILDER,
             roots: notes.roots,

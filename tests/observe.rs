@@ -294,7 +294,10 @@ fn graph_pane_walks_to_tokens_and_back() {
         .segment_at(view.cursor)
         .unwrap();
     let node = app.selected_node().unwrap();
-    assert_eq!(segment.origin, tokscope::build::Origin::Generation { node });
+    assert_eq!(
+        segment.origin,
+        tokscope::rebuild::Origin::Generation { node }
+    );
     // And back: moving in the tree moves the graph selection to that call.
     key(&mut app, KeyCode::Char('g'));
     let first = app.shown().unwrap().capture.records[app.selected_record().unwrap()]

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tokscope::build::LinkNote;
+use tokscope::rebuild::LinkNote;
 use tokscope::store::{RolloutLocation, read_capture};
 use tokscope::synth::{Call, Lineage, Rng, Rollout, linear_rollout};
 use tokscope::verdict::{Analysis, MaskReason, Verdict, VerdictOptions, analyze};
@@ -270,7 +270,7 @@ fn conflicting_duplicate_inside_the_indexed_region_is_a_builder_note() {
 fn delta_records_materialize_or_break() {
     let mut b = Call::child("b", "a", vec![4], vec![5], 2.0);
     b.delta = true;
-    b.lineage = Lineage::Given(5, tokscope::build::digest::digest(&[1, 2, 3, 4, 5]));
+    b.lineage = Lineage::Given(5, tokscope::rebuild::digest::digest(&[1, 2, 3, 4, 5]));
     let ok = run(vec![Call::root("a", vec![1, 2], vec![3], 1.0), b.clone()]);
     assert_eq!(ok.verdict, Verdict::Ok, "{:?}", ok.reasons);
     let response = serde_json::to_value(ok.response.as_ref().unwrap()).unwrap();
@@ -500,7 +500,7 @@ fn ten_thousand_call_chain() {
     let build = analysis.build.as_ref().unwrap();
     assert_eq!(build.main_chain().unwrap().links.len(), 10_000);
     assert_eq!(build.notes.delivered_fraction, 1.0);
-    let provenance = tokscope::build::provenance(build, build.main_chain().unwrap());
+    let provenance = tokscope::rebuild::provenance(build, build.main_chain().unwrap());
     assert_eq!(provenance.segments.len(), 2 * 10_000);
     assert_eq!(
         provenance.tokens.len(),

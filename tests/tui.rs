@@ -284,7 +284,10 @@ fn selecting_a_tree_node_moves_the_token_cursor_and_gap_enter_jumps() {
     let node = app.selected_node().unwrap();
     let provenance = view.provenance.as_ref().unwrap();
     let segment = provenance.segment_at(view.cursor).unwrap();
-    assert_eq!(segment.origin, tokscope::build::Origin::Generation { node });
+    assert_eq!(
+        segment.origin,
+        tokscope::rebuild::Origin::Generation { node }
+    );
     // Gaps: Enter on a gap with a call selects that call in the tree.
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Tab);

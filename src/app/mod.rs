@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
-use crate::build::divergence::{Divergence, divergence};
-use crate::build::{Origin, Provenance, provenance};
 use crate::gaps::Gap;
 use crate::live::StoreEvent;
 use crate::live::replay::Replay;
 use crate::observe::graph::GraphLine;
+use crate::rebuild::divergence::{Divergence, divergence};
+use crate::rebuild::{Origin, Provenance, provenance};
 use crate::store::layout::natural_cmp;
 use crate::ui::strings;
 use crate::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions, analyze};

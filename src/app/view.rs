@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::build::{BuildOutput, RecordFate};
 use crate::gaps::{Gap, capture_gaps};
+use crate::rebuild::{BuildOutput, RecordFate};
 use crate::verdict::Analysis;
 
 /// One row of the chain tree.

@@ -29,7 +29,7 @@ pub struct LiveRollout {
     sentinel: FileTail,
     state: FileTail,
     cache: LineCache,
-    memo: std::sync::Arc<crate::build::merge::DigestMemo>,
+    memo: std::sync::Arc<crate::rebuild::merge::DigestMemo>,
 }
 
 impl LiveRollout {

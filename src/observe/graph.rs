@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::{CallRef, Compaction, Observations, ObservedCall, ToolCall};
-use crate::build::RecordFate;
 use crate::gaps::{Gap, GapKind};
+use crate::rebuild::RecordFate;
 use crate::verdict::Analysis;
 
 /// How an observed model call joins the token capture.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Theme, clip, pane_block, short_call, strings};
 use crate::app::{App, Pane};
-use crate::build::divergence::{Divergence, Reference};
+use crate::rebuild::divergence::{Divergence, Reference};
 use crate::text::sanitize;
 use crate::verdict::Analysis;
 
@@ -163,7 +163,7 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
         theme.heading(),
     )));
     let fate = analysis.build.as_ref().map(|b| match &b.fates[index] {
-        crate::build::RecordFate::Placed(node) => {
+        crate::rebuild::RecordFate::Placed(node) => {
             let n = &b.nodes[*node];
             let mut text = match n.parent {
                 Some(p) => format!(

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 use super::{Theme, pane_block, short_call, strings};
 use crate::app::layout::{TOKEN_CELL, token_rows, tokens_per_row};
 use crate::app::{App, Pane, scroll_offset};
-use crate::build::Origin;
+use crate::rebuild::Origin;
 
 /// Make whitespace in a decoded piece visible.
 pub fn visible(piece: &str) -> String {

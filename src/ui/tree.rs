@@ -9,7 +9,7 @@ use super::{Theme, clip, pane_block, short_call, strings};
 use crate::app::layout::{inner_rows, inner_width};
 use crate::app::view::TreeRow;
 use crate::app::{App, Pane, scroll_offset};
-use crate::build::RecordFate;
+use crate::rebuild::RecordFate;
 use crate::store::ParentResolution;
 
 /// Draw the tree of the open rollout.
