@@ -11,6 +11,7 @@ pub mod live;
 pub mod load;
 pub mod observe;
 pub mod rebuild;
+pub mod report;
 pub mod store;
 pub mod synth;
 pub mod table;

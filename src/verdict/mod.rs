@@ -1,0 +1,323 @@
+//! The consumer's verdict for a rollout (SPEC §6): rebuild, judge, and say why.
+//!
+//! The reasons are typed ([`MaskReason`]); the report's JSON shapes live in [`crate::report`].
+
+mod reason;
+
+pub use reason::MaskReason;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::rebuild::project::ProjectionError;
+use crate::rebuild::{
+    BuildOptions, BuildOutput, LinkNote, RebuiltResponse, prefix_merging, project_main_chain,
+};
+use crate::store::Capture;
+
+/// The builder name reported.
+pub const BUILDER: &str = "prefix_merging";
+
+/// How to judge a rollout.
+#[derive(Clone, Debug)]
+pub struct VerdictOptions {
+    /// `model` of the rebuilt response.
+    pub model: String,
+    /// The harness's terminal call, anchoring chain selection.
+    pub terminal_call_id: Option<String>,
+    /// The served response id the harness kept (the consumer's `declared_response_id`),
+    /// joined to a model call through the rollout row's model calls; unmatched, it masks.
+    /// Only an explicit declaration: no producer writes one into its rows.
+    pub declared_response_id: Option<String>,
+    /// With `false`, an incomplete capture masks only when the terminal's chain was not
+    /// delivered (the reference's `mask_incomplete_when_attributed`).
+    pub mask_incomplete_when_attributed: bool,
+    /// Digests remembered across rebuilds of one growing rollout (live monitoring).
+    pub digest_memo: Option<std::sync::Arc<crate::rebuild::merge::DigestMemo>>,
+    /// What the harness observed around the capture (its rollout row), when known.
+    pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
+}
+
+impl Default for VerdictOptions {
+    fn default() -> Self {
+        VerdictOptions {
+            model: String::new(),
+            terminal_call_id: None,
+            declared_response_id: None,
+            mask_incomplete_when_attributed: true,
+            digest_memo: None,
+            observations: None,
+        }
+    }
+}
+
+/// Where a rollout is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lifecycle {
+    /// Still being written (not frozen).
+    Live,
+    /// Snapshot taken.
+    Frozen,
+    /// Snapshot delivered and payload deleted.
+    Retired,
+    /// Every file deleted (cleared before a new attempt), seen while watching.
+    Cleared,
+}
+
+/// The verdict shown to the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Frozen and trainable.
+    Ok,
+    /// Frozen (or retired) and masked.
+    Masked,
+    /// Live: the verdict it would get if frozen now is in `mask_sample`, not final.
+    Pending,
+}
+
+/// A rollout read, rebuilt and judged.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// What was read.
+    pub capture: Capture,
+    /// The build (`None` when the records could not be read, or there were none).
+    pub build: Option<BuildOutput>,
+    /// The rebuilt response of the main chain.
+    pub response: Option<RebuiltResponse>,
+    /// The consumer's error, for a failed build.
+    pub error: Option<String>,
+    /// The consumer's mask decision (as if frozen now, for a live rollout).
+    pub mask_sample: bool,
+    /// Whether the capture is incomplete.
+    pub incomplete: bool,
+    /// Every reason the rollout is masked, most fundamental first.
+    pub reasons: Vec<MaskReason>,
+    /// Live, frozen or retired.
+    pub lifecycle: Lifecycle,
+    /// Ok, masked or pending.
+    pub verdict: Verdict,
+    /// The options used.
+    pub options: VerdictOptions,
+}
+
+/// Rebuild and judge one rollout.
+pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
+    let state = &capture.state;
+    let lifecycle = if !capture.files_present {
+        Lifecycle::Cleared
+    } else if state.retired {
+        Lifecycle::Retired
+    } else if state.frozen {
+        Lifecycle::Frozen
+    } else {
+        Lifecycle::Live
+    };
+    let mut analysis = Analysis {
+        build: None,
+        response: None,
+        error: None,
+        mask_sample: true,
+        incomplete: false,
+        reasons: Vec::new(),
+        lifecycle,
+        verdict: Verdict::Masked,
+        options: options.clone(),
+        capture,
+    };
+    let capture = &analysis.capture;
+    // The consumer's freeze: a bad state file, then a tombstone, then unreadable records.
+    let state_issue = capture
+        .issues
+        .iter()
+        .find(|i| i.fatal && i.kind == crate::store::IssueKind::BadState && i.at.is_none());
+    let read_failure = if capture.state.retired && capture.state.error.is_none() {
+        Some(MaskReason::Retired)
+    } else {
+        state_issue
+            .or_else(|| capture.fatal())
+            .map(|issue| MaskReason::Unreadable(issue.clone()))
+    };
+    if let Some(reason) = read_failure {
+        analysis.error = Some(match &reason {
+            MaskReason::Retired => format!(
+                "RuntimeError: Token capture for rollout {} is retired",
+                capture.location.id
+            ),
+            other => other.to_string(),
+        });
+        analysis.reasons.push(reason);
+        return finish(analysis);
+    }
+    analysis.incomplete = capture.incomplete();
+    let open_intents: Vec<String> = capture
+        .open_intents()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let incomplete_reason = MaskReason::CaptureIncomplete {
+        state_flag: capture.state.incomplete,
+        open_intents,
+    };
+    if capture.records.is_empty() {
+        analysis.error = Some("capture contains no token records".into());
+        if analysis.incomplete {
+            analysis.reasons.push(incomplete_reason);
+        }
+        analysis.reasons.push(MaskReason::NoRecords);
+        return finish(analysis);
+    }
+
+    let records = &capture.records;
+    // A declared final response names the terminal, unless a terminal call was given.
+    let declared = options.declared_response_id.as_ref().map(|response| {
+        options
+            .observations
+            .as_ref()
+            .ok_or_else(|| response.clone())
+            .and_then(|o| o.declared_response(response))
+    });
+    let terminal_call_id = options
+        .terminal_call_id
+        .clone()
+        .or_else(|| declared.as_ref().and_then(|d| d.as_ref().ok().cloned()));
+    let build = prefix_merging(
+        records,
+        &BuildOptions {
+            terminal_call_id: terminal_call_id.clone(),
+            digest_memo: options.digest_memo.clone(),
+        },
+    );
+    let projected = project_main_chain(&capture.location.id, &options.model, records, &build);
+    let mut reasons = Vec::new();
+    let mut structural_mask = false;
+    match projected {
+        Err(ProjectionError(error)) => {
+            analysis.error = Some(error.clone());
+            reasons.push(MaskReason::BuildFailed(error));
+        }
+        Ok(response) => {
+            let notes = &build.notes;
+            if !notes.unresolved_retries.is_empty() {
+                reasons.push(MaskReason::UnresolvedRetries(
+                    notes.unresolved_retries.clone(),
+                ));
+            }
+            if !notes.unresolved_parent_calls.is_empty() {
+                reasons.push(MaskReason::UnresolvedParents(unresolved_with_notes(
+                    records, &build,
+                )));
+            }
+            if notes.roots != 1 {
+                let roots = build
+                    .nodes
+                    .iter()
+                    .filter(|n| n.parent.is_none())
+                    .map(|n| records[n.record].model_call_id.clone())
+                    .collect();
+                reasons.push(MaskReason::RootCount(roots));
+            }
+            if notes.chains != 1 {
+                reasons.push(MaskReason::ChainCount(notes.chains));
+            }
+            if response.usage.output_tokens == 0 {
+                reasons.push(MaskReason::NothingDelivered);
+            }
+            structural_mask = !reasons.is_empty();
+            analysis.response = Some(response);
+        }
+    }
+    let mut terminal_delivered = false;
+    if let Some(Err(response)) = &declared {
+        reasons.push(MaskReason::DeclaredResponseUnmatched(response.clone()));
+    }
+    if let Some(terminal) = &terminal_call_id {
+        if !records.iter().any(|r| &r.model_call_id == terminal) {
+            reasons.push(MaskReason::TerminalNotFound(terminal.clone()));
+        } else if build.notes.terminal_chain != "main" {
+            reasons.push(MaskReason::TerminalNotDelivered(terminal.clone()));
+        } else {
+            terminal_delivered = analysis.error.is_none();
+        }
+    }
+    let incomplete_masks =
+        analysis.incomplete && (options.mask_incomplete_when_attributed || !terminal_delivered);
+    if incomplete_masks {
+        reasons.insert(0, incomplete_reason);
+    }
+    analysis.mask_sample = analysis.error.is_some() || structural_mask || !reasons.is_empty();
+    analysis.reasons = reasons;
+    analysis.build = Some(build);
+    finish(analysis)
+}
+
+fn finish(mut analysis: Analysis) -> Analysis {
+    if analysis.error.is_some() {
+        analysis.mask_sample = true;
+    }
+    analysis.verdict = match analysis.lifecycle {
+        Lifecycle::Live => Verdict::Pending,
+        _ if analysis.mask_sample => Verdict::Masked,
+        _ => Verdict::Ok,
+    };
+    analysis
+}
+
+/// Each unresolved parent call with the note that made it one.
+fn unresolved_with_notes(
+    records: &[std::sync::Arc<crate::store::TokenRecord>],
+    build: &BuildOutput,
+) -> Vec<(String, LinkNote)> {
+    let mut note_of: HashMap<&str, LinkNote> = HashMap::new();
+    for node in &build.nodes {
+        if let Some(note) = node.note {
+            note_of.insert(&records[node.record].model_call_id, note);
+        }
+    }
+    for (index, fate) in build.fates.iter().enumerate() {
+        let note = match fate {
+            crate::rebuild::RecordFate::Conflict(_) => LinkNote::DuplicateCallIdConflict,
+            crate::rebuild::RecordFate::DeltaBroken => LinkNote::DeltaChainUnreconstructable,
+            _ => continue,
+        };
+        note_of.entry(&records[index].model_call_id).or_insert(note);
+    }
+    build
+        .notes
+        .unresolved_parent_calls
+        .iter()
+        .map(|call| {
+            (
+                call.clone(),
+                note_of
+                    .get(call.as_str())
+                    .copied()
+                    .unwrap_or(LinkNote::ParentUnresolved),
+            )
+        })
+        .collect()
+}
+
+impl Analysis {
+    /// The rollout id.
+    pub fn rollout_id(&self) -> &str {
+        &self.capture.location.id
+    }
+
+    /// Number of record lines (duplicates included), as the consumer counts calls.
+    pub fn n_calls(&self) -> usize {
+        // Without a build the consumer never got the records (unreadable, retired or none).
+        if self.build.is_none() {
+            0
+        } else {
+            self.capture.records.len()
+        }
+    }
+
+    /// The first reason, if masked.
+    pub fn first_reason(&self) -> Option<&MaskReason> {
+        self.reasons.first()
+    }
+}
