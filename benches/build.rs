@@ -11,7 +11,7 @@ use tokscope::verdict::VerdictOptions;
 
 fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let total_calls = tokscope::synth::write_bench_store(dir.path()).expect("write the store");
+    let total_calls = tokscope_testkit::write_bench_store(dir.path()).expect("write the store");
     let bytes: u64 = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchOptions, watch};
-use tokscope::synth::{Rng, linear_rollout};
+use tokscope_testkit::{Rng, linear_rollout};
 
 const ROLLOUTS: usize = 50;
 const APPENDS_PER_SECOND: u64 = 1000;

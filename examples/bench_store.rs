@@ -5,6 +5,6 @@ fn main() {
     let dir = std::env::args().nth(1).expect("usage: bench_store DIR");
     std::fs::create_dir_all(&dir).expect("create the directory");
     let calls =
-        tokscope::synth::write_bench_store(std::path::Path::new(&dir)).expect("write the store");
+        tokscope_testkit::write_bench_store(std::path::Path::new(&dir)).expect("write the store");
     println!("wrote 24 rollouts, {calls} calls into {dir}");
 }

@@ -14,7 +14,7 @@ use tokenizers::normalizers::NormalizerWrapper;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, TokenizerBuilder, TokenizerImpl};
 use tokscope::detok::Detokenizer;
-use tokscope::synth::{Call, Lineage, Rollout};
+use tokscope_testkit::{Call, Lineage, Rollout};
 
 const SPECIAL: [&str; 5] = [
     "<|system|>",
@@ -380,7 +380,7 @@ fn main() {
         rollout.write(&store).expect("write rollout");
     }
     // The harness's rollout rows, next to the token files (found without --rollouts).
-    let rows = tokscope::synth::rows_for_store(&store);
+    let rows = tokscope_testkit::rows_for_store(&store);
     let lines: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
     std::fs::write(store.join("rollouts.jsonl"), lines.join("\n") + "\n").expect("write rows");
     println!("wrote {} rollouts to {}", rollouts.len(), store.display());

@@ -21,7 +21,7 @@ fn find<'a>(rows: &'a mut [Value], rid: &str) -> &'a mut Value {
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut rows =
-        tokscope::synth::rows_for_store(&root.join("tests/fixtures/conformance/store-1-0"));
+        tokscope_testkit::rows_for_store(&root.join("tests/fixtures/conformance/store-1-0"));
     // Failed and timed-out tools.
     let tools = find(&mut rows, "0-0-a0")["ng_trajectory"]["tool_calls"]
         .as_array_mut()

@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
-use tokscope::synth::{Rng, Rollout, linear_rollout};
+use tokscope_testkit::{Rng, Rollout, linear_rollout};
 
 /// One captured model call of a rollout.
 #[derive(Clone)]

@@ -13,7 +13,6 @@ pub mod observe;
 pub mod rebuild;
 pub mod report;
 pub mod store;
-pub mod synth;
 pub mod table;
 pub mod term;
 pub mod text;

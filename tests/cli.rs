@@ -71,18 +71,18 @@ fn rollout_filter_and_json_array() {
 #[test]
 fn check_fails_only_on_frozen_masked_rollouts() {
     let temp = tempfile::tempdir().unwrap();
-    let mut rng = tokscope::synth::Rng::new(7);
-    let mut good = tokscope::synth::linear_rollout("good", 3, &mut rng, 5, false, true);
+    let mut rng = tokscope_testkit::Rng::new(7);
+    let mut good = tokscope_testkit::linear_rollout("good", 3, &mut rng, 5, false, true);
     good.frozen = true;
     good.write(temp.path()).unwrap();
     let dir = temp.path().to_str().unwrap();
     assert_eq!(run(&["check", dir]).status.code(), Some(0));
     // A live masked rollout is pending, not a failure.
-    let mut live = tokscope::synth::linear_rollout("live", 2, &mut rng, 5, false, true);
+    let mut live = tokscope_testkit::linear_rollout("live", 2, &mut rng, 5, false, true);
     live.extra_intents.push("live-lost".into());
     live.write(temp.path()).unwrap();
     assert_eq!(run(&["check", dir]).status.code(), Some(0));
-    let mut bad = tokscope::synth::linear_rollout("bad", 2, &mut rng, 5, false, true);
+    let mut bad = tokscope_testkit::linear_rollout("bad", 2, &mut rng, 5, false, true);
     bad.frozen = true;
     bad.incomplete = true;
     bad.write(temp.path()).unwrap();

@@ -18,8 +18,8 @@ use tokscope::app::App;
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchMode, WatchOptions, watch};
 use tokscope::store::RolloutLocation;
-use tokscope::synth::{Rng, linear_rollout};
 use tokscope::verdict::{VerdictOptions, analyze};
+use tokscope_testkit::{Rng, linear_rollout};
 
 fn append(path: &Path, bytes: &[u8]) {
     let mut file = std::fs::OpenOptions::new()
@@ -380,7 +380,7 @@ fn rows_follow(mode: WatchMode) {
         panic!("no such update");
     };
     wait_for(&|a| a.capture.records.len() == 3);
-    let rows = tokscope::synth::rows_for_store(&dir);
+    let rows = tokscope_testkit::rows_for_store(&dir);
     std::fs::write(dir.join("rollouts.jsonl"), format!("{}\n", rows[0])).unwrap();
     let joined = wait_for(&|a| a.options.observations.is_some());
     let report = serde_json::to_value(joined.report()).unwrap();

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokscope::rebuild::LinkNote;
 use tokscope::store::{RolloutLocation, read_capture};
-use tokscope::synth::{Call, Lineage, Rng, Rollout, linear_rollout};
 use tokscope::verdict::{Analysis, MaskReason, Verdict, VerdictOptions, analyze};
+use tokscope_testkit::{Call, Lineage, Rng, Rollout, linear_rollout};
 
 fn analyze_rollout(rollout: &Rollout, options: &VerdictOptions) -> Analysis {
     let dir = tempfile::tempdir().unwrap();

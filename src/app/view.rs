@@ -138,7 +138,7 @@ pub fn gaps(analysis: &Analysis) -> Vec<Gap> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synth::{Call, Rollout};
+    use tokscope_testkit::{Call, Rollout};
 
     #[test]
     fn long_chains_stay_flat_and_branches_indent() {

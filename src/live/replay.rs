@@ -173,7 +173,7 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synth::{Call, Rollout};
+    use tokscope_testkit::{Call, Rollout};
 
     #[test]
     fn timeline_steps_and_converges_to_the_recorded_store() {

@@ -886,7 +886,7 @@ mod tests {
 
     #[test]
     fn swar_digits_match_decimal_parsing() {
-        let mut rng = crate::synth::Rng::new(5);
+        let mut rng = tokscope_testkit::Rng::new(5);
         for _ in 0..20_000 {
             let digits = rng.range(1, 8) as usize;
             let number = rng.range(0, 10u64.pow(digits as u32));

@@ -1,14 +1,15 @@
 //! Writing synthetic token records and stores the way the reference writer lays them out.
 //!
-//! Used by the tests, the benchmark and the demo-store generator; not by the explorer itself,
-//! which never writes into a store.
+//! A workspace member used only as a dev-dependency: by the tests, the benchmarks and the
+//! fixture generators (`examples/`). The explorer never writes into a store, so none of this
+//! ships in the `tokscope` library.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::rebuild::digest::digest;
+use tokscope::rebuild::digest::digest;
 
 /// One model call to write.
 #[derive(Clone, Debug)]
@@ -319,12 +320,13 @@ pub fn write_bench_store(dir: &Path) -> std::io::Result<usize> {
 /// a `response.id` (the main chain's last served response id; never read as a declaration). Every third model call is referenced by response id
 /// only, so the join through the trajectory's model calls is exercised.
 pub fn rows_for_store(dir: &Path) -> Vec<Value> {
-    let locations = crate::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();
-    let analyses = crate::load::analyze_all(&locations, &crate::verdict::VerdictOptions::default());
+    let locations = tokscope::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();
+    let analyses =
+        tokscope::load::analyze_all(&locations, &tokscope::verdict::VerdictOptions::default());
     analyses.iter().map(row_for).collect()
 }
 
-fn row_for(analysis: &crate::verdict::Analysis) -> Value {
+fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
     let rid = analysis.rollout_id();
     let records = &analysis.capture.records;
     let mut model_calls = Vec::new();
@@ -389,7 +391,7 @@ fn row_for(analysis: &crate::verdict::Analysis) -> Value {
         let compacted: Vec<usize> = roots
             .iter()
             .copied()
-            .filter(|&r| build.nodes[r].note == Some(crate::rebuild::LinkNote::ParentUnresolved))
+            .filter(|&r| build.nodes[r].note == Some(tokscope::rebuild::LinkNote::ParentUnresolved))
             .collect();
         for (k, &root) in roots
             .iter()
@@ -432,7 +434,7 @@ fn row_for(analysis: &crate::verdict::Analysis) -> Value {
             }
             // A compaction before each call whose parent link the resolver could not make.
             for (position, &n) in members.iter().enumerate() {
-                if build.nodes[n].note == Some(crate::rebuild::LinkNote::ParentUnresolved) {
+                if build.nodes[n].note == Some(tokscope::rebuild::LinkNote::ParentUnresolved) {
                     let call = &records[build.nodes[n].record].model_call_id;
                     let before = position.checked_sub(1).map(|p| {
                         records[build.nodes[members[p]].record]
