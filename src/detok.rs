@@ -16,11 +16,22 @@ impl std::fmt::Debug for Detokenizer {
     }
 }
 
+/// A tokenizer file that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: not a usable tokenizer.json ({reason})", path.display())]
+pub struct TokenizerError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What the tokenizer library said.
+    pub reason: String,
+}
+
 impl Detokenizer {
     /// Load `tokenizer.json`.
-    pub fn load(path: &Path) -> anyhow::Result<Detokenizer> {
-        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| {
-            anyhow::anyhow!("{}: not a usable tokenizer.json ({e})", path.display())
+    pub fn load(path: &Path) -> Result<Detokenizer, TokenizerError> {
+        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
         })?;
         Ok(Detokenizer {
             tokenizer,

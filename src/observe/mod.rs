@@ -14,4 +14,4 @@ pub use record::{
     CallRef, Compaction, Invocation, ModelCall, ModelRef, ObservationGap, Observations,
     ObservedCall, RowSource, Sandbox, ToolCall, Verifier,
 };
-pub use rows::{RowProblem, Rows, row_key};
+pub use rows::{MalformedRolloutId, RowProblem, Rows, row_key};

@@ -610,16 +610,16 @@ impl Observations {
     }
 
     /// The model call a served response id names, matched on the response id alone (an
-    /// explicit declaration carries no model ref): `Err` with the id when none or several do.
-    pub fn declared_response(&self, response_id: &str) -> Result<String, String> {
+    /// explicit declaration carries no model ref); `None` when none or several do.
+    pub fn declared_response(&self, response_id: &str) -> Option<String> {
         let mut matches = self
             .model_calls
             .iter()
             .filter(|m| m.response_id.as_deref() == Some(response_id))
             .filter_map(|m| m.model_call_id.clone());
         match (matches.next(), matches.next()) {
-            (Some(call), None) => Ok(call),
-            _ => Err(response_id.to_owned()),
+            (Some(call), None) => Some(call),
+            _ => None,
         }
     }
 

@@ -36,6 +36,14 @@ fn text(v: &Value, key: &str) -> Option<String> {
     }
 }
 
+/// A row whose explicit rollout id cannot name a capture (rollout collection rejects it too).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "malformed _ng_rollout_id {0}: letters, digits, '.', '_' and '-' only, starting with a \
+     letter or digit"
+)]
+pub struct MalformedRolloutId(pub String);
+
 /// Whether `id` can name a token-store rollout (and a capture path segment).
 fn valid_rollout_id(id: &str) -> bool {
     let mut chars = id.chars();
@@ -45,7 +53,7 @@ fn valid_rollout_id(id: &str) -> bool {
 
 /// The capture key rollout collection derives from a run body: `_ng_rollout_id`, else
 /// `<_ng_task_index>-<_ng_rollout_index>`, then `-a<n>` for a re-dispatch attempt n > 0.
-fn run_body_key(row: &Value) -> Result<Option<String>, String> {
+fn run_body_key(row: &Value) -> Result<Option<String>, MalformedRolloutId> {
     let base = match row.get("_ng_rollout_id") {
         None | Some(Value::Null) => {
             match (text(row, "_ng_task_index"), text(row, "_ng_rollout_index")) {
@@ -54,12 +62,7 @@ fn run_body_key(row: &Value) -> Result<Option<String>, String> {
             }
         }
         Some(Value::String(id)) if valid_rollout_id(id) => id.clone(),
-        Some(other) => {
-            return Err(format!(
-                "malformed _ng_rollout_id {other}: letters, digits, '.', '_' and '-' only, \
-                 starting with a letter or digit"
-            ));
-        }
+        Some(other) => return Err(MalformedRolloutId(other.to_string())),
     };
     let attempt = match row.get("_ng_attempt_index") {
         None | Some(Value::Null) => 0,
@@ -78,7 +81,7 @@ fn run_body_key(row: &Value) -> Result<Option<String>, String> {
 /// (schema 2.0), its `rollout_id`, the capture's `rollout_id`, then the key derived from the
 /// run body (`_ng_rollout_id` or the task and rollout indices, with the attempt), then a
 /// top-level `rollout_id`. `Err` when the row's explicit id is malformed.
-pub fn row_key(row: &Value) -> Result<Option<String>, String> {
+pub fn row_key(row: &Value) -> Result<Option<String>, MalformedRolloutId> {
     let part = |key: &str| row.get(key).filter(|p| p.is_object());
     let named = part("ng_trajectory")
         .and_then(|t| text(t, "capture_key").or_else(|| text(t, "rollout_id")))

@@ -169,7 +169,8 @@ pub struct Usage {
 }
 
 /// A projection failure, worded like the reference's exception.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct ProjectionError(pub String);
 
 /// Project a chain into output items with contiguous prompts.

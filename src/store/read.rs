@@ -519,7 +519,7 @@ fn parse_records(
                 }
                 Some(Err(RecordError::Invalid(message))) => {
                     reported.insert(start);
-                    issue(IssueKind::Refused, at, message.clone(), true);
+                    issue(IssueKind::Refused, at, message.to_string(), true);
                 }
                 Some(Ok(record)) => {
                     let id = &record.model_call_id;
@@ -576,7 +576,7 @@ fn parse_records(
                     RecordError::Syntax(message) => {
                         (IssueKind::Corrupt, format!("corrupt line: {message}"))
                     }
-                    RecordError::Invalid(message) => (IssueKind::Refused, message),
+                    RecordError::Invalid(refusal) => (IssueKind::Refused, refusal.to_string()),
                 };
                 issue(kind, at, message, true);
             }

@@ -95,21 +95,52 @@ pub struct TokenRecord {
 }
 
 /// Why a line could not become a record.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
     /// The line is not valid JSON.
+    #[error("malformed JSON: {0}")]
     Syntax(String),
     /// The line is JSON but not a valid record.
-    Invalid(String),
+    #[error("refused record: {0}")]
+    Invalid(Refusal),
 }
 
-impl fmt::Display for RecordError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecordError::Syntax(msg) => write!(f, "malformed JSON: {msg}"),
-            RecordError::Invalid(msg) => write!(f, "refused record: {msg}"),
-        }
-    }
+/// Why a JSON line is refused as a record (SPEC §3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A field has the wrong type or value (serde's message).
+    #[error("{0}")]
+    Field(String),
+    /// Written by a newer writer.
+    #[error(
+        "schema_version {0} was written by a newer writer (this reader understands up to \
+         {MAX_SCHEMA_VERSION}) — upgrade the reader"
+    )]
+    NewerSchema(i64),
+    /// Below the lineage schema.
+    #[error(
+        "schema_version {0} is a pre-lineage record (below {MIN_SCHEMA_VERSION}), never \
+         written in production — regenerate the rollout"
+    )]
+    PreLineage(i64),
+    /// A required field is absent.
+    #[error("missing required field `{0}`")]
+    Missing(&'static str),
+    /// Generation and log probabilities differ in length.
+    #[error("generation_token_ids and generation_log_probs differ in length ({0} vs {1})")]
+    LogProbLength(usize, usize),
+    /// `token_item_index` does not index `output_items`.
+    #[error("token_item_index {0} is outside output_items (length {1})")]
+    TokenItemIndex(i64, usize),
+    /// `resolved` without a parent id.
+    #[error("a `resolved` parent_resolution requires parent_call_id")]
+    ResolvedWithoutParent,
+    /// `root` or `unresolved` with a parent id.
+    #[error("a `{0}` parent_resolution cannot carry parent_call_id")]
+    ParentNotAllowed(&'static str),
+    /// A delta prompt without a resolved parent.
+    #[error("a delta prompt requires a `resolved` parent_call_id")]
+    DeltaWithoutParent,
 }
 
 impl TokenRecord {
@@ -127,7 +158,7 @@ impl TokenRecord {
                     return Err(RecordError::Syntax(error.to_string()));
                 }
                 return Err(match serde_json::from_slice::<IgnoredAny>(line) {
-                    Ok(_) => RecordError::Invalid(error.to_string()),
+                    Ok(_) => RecordError::Invalid(Refusal::Field(error.to_string())),
                     Err(syntax) => RecordError::Syntax(syntax.to_string()),
                 });
             }
@@ -166,21 +197,15 @@ struct RawRecord {
 }
 
 impl RawRecord {
-    fn validate(self) -> Result<TokenRecord, String> {
+    fn validate(self) -> Result<TokenRecord, Refusal> {
         let schema_version = self.schema_version.unwrap_or(MAX_SCHEMA_VERSION);
         if schema_version > MAX_SCHEMA_VERSION {
-            return Err(format!(
-                "schema_version {schema_version} was written by a newer writer (this reader \
-                 understands up to {MAX_SCHEMA_VERSION}) — upgrade the reader"
-            ));
+            return Err(Refusal::NewerSchema(schema_version));
         }
         if schema_version < MIN_SCHEMA_VERSION {
-            return Err(format!(
-                "schema_version {schema_version} is a pre-lineage record (below \
-                 {MIN_SCHEMA_VERSION}), never written in production — regenerate the rollout"
-            ));
+            return Err(Refusal::PreLineage(schema_version));
         }
-        let required = |name: &str| format!("missing required field `{name}`");
+        let required = Refusal::Missing;
         let rollout_id = self.rollout_id.ok_or_else(|| required("rollout_id"))?;
         let model_call_id = self
             .model_call_id
@@ -195,11 +220,7 @@ impl RawRecord {
             .generation_log_probs
             .ok_or_else(|| required("generation_log_probs"))?;
         if generation.len() != log_probs.len() {
-            return Err(format!(
-                "generation_token_ids and generation_log_probs differ in length ({} vs {})",
-                generation.len(),
-                log_probs.len()
-            ));
+            return Err(Refusal::LogProbLength(generation.len(), log_probs.len()));
         }
         let token_item_index = match self.token_item_index {
             None => None,
@@ -207,25 +228,19 @@ impl RawRecord {
                 Some(index as usize)
             }
             Some(index) => {
-                return Err(format!(
-                    "token_item_index {index} is outside output_items (length {})",
-                    self.output_items.len()
-                ));
+                return Err(Refusal::TokenItemIndex(index, self.output_items.len()));
             }
         };
         match self.parent_resolution {
             Some(ParentResolution::Resolved)
                 if self.parent_call_id.as_deref().is_none_or(str::is_empty) =>
             {
-                return Err("a `resolved` parent_resolution requires parent_call_id".into());
+                return Err(Refusal::ResolvedWithoutParent);
             }
             Some(status @ (ParentResolution::Root | ParentResolution::Unresolved))
                 if self.parent_call_id.is_some() =>
             {
-                return Err(format!(
-                    "a `{}` parent_resolution cannot carry parent_call_id",
-                    status.as_str()
-                ));
+                return Err(Refusal::ParentNotAllowed(status.as_str()));
             }
             _ => {}
         }
@@ -233,7 +248,7 @@ impl RawRecord {
             && (self.parent_call_id.is_none()
                 || self.parent_resolution != Some(ParentResolution::Resolved))
         {
-            return Err("a delta prompt requires a `resolved` parent_call_id".into());
+            return Err(Refusal::DeltaWithoutParent);
         }
         Ok(TokenRecord {
             schema_version,
@@ -800,7 +815,7 @@ mod tests {
 
     fn invalid(extra: &str) -> String {
         match TokenRecord::parse(line(extra).as_bytes()) {
-            Err(RecordError::Invalid(msg)) => msg,
+            Err(RecordError::Invalid(refusal)) => refusal.to_string(),
             other => panic!("expected a refusal for {extra:?}, got {other:?}"),
         }
     }
@@ -839,7 +854,9 @@ mod tests {
         assert!(invalid(r#","prompt_token_ids":[-1]"#).contains("negative"));
         assert!(invalid(r#","model":null"#).contains("model"));
         let missing = TokenRecord::parse(br#"{"rollout_id":"r"}"#);
-        assert!(matches!(missing, Err(RecordError::Invalid(m)) if m.contains("model_call_id")));
+        assert!(
+            matches!(missing, Err(RecordError::Invalid(m)) if m.to_string().contains("model_call_id"))
+        );
         assert!(matches!(
             TokenRecord::parse(b"[1,2]"),
             Err(RecordError::Invalid(_))

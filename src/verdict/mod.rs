@@ -176,8 +176,8 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         options
             .observations
             .as_ref()
-            .ok_or_else(|| response.clone())
             .and_then(|o| o.declared_response(response))
+            .ok_or_else(|| response.clone())
     });
     let terminal_call_id = options
         .terminal_call_id
