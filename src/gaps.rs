@@ -1,6 +1,6 @@
 //! Everything about a rollout that was not observed or could not be joined (SPEC §8).
 
-use crate::rebuild::RecordFate;
+use crate::rebuild::{ChainId, RecordFate};
 use crate::store::IssueKind;
 use crate::verdict::{Analysis, Lifecycle};
 
@@ -133,8 +133,8 @@ pub fn capture_gaps(analysis: &Analysis) -> Vec<Gap> {
         });
     }
     if build.chains.len() > 1 || build.notes.delivered_fraction < 1.0 {
-        for chain in build.chains.iter().filter(|c| c.chain_id != "main") {
-            let leaf = &records[build.nodes[chain.links.last().unwrap().node].record];
+        for chain in build.chains.iter().filter(|c| c.chain_id != ChainId::Main) {
+            let leaf = &records[build.record_of(chain.links.last().unwrap().node)];
             gaps.push(Gap {
                 kind: GapKind::DroppedChain,
                 call: Some(leaf.model_call_id.clone()),

@@ -177,7 +177,7 @@ struct BuildReport<'a> {
 
 #[derive(Serialize)]
 struct ChainReport<'a> {
-    chain_id: &'a str,
+    chain_id: crate::rebuild::ChainId,
     call_ids: Vec<&'a str>,
     interstitial_lens: Vec<usize>,
     root_prompt_len: usize,
@@ -198,7 +198,7 @@ struct NotesReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     terminal_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    terminal_chain: Option<&'a str>,
+    terminal_chain: Option<String>,
 }
 
 impl<'a> NotesReport<'a> {
@@ -215,10 +215,12 @@ impl<'a> NotesReport<'a> {
             parent_link_failures: &notes.parent_link_failures,
             unresolved_parent_calls: &notes.unresolved_parent_calls,
             terminal_call_id: notes.terminal_call_id.as_deref(),
-            terminal_chain: notes
-                .terminal_call_id
-                .as_ref()
-                .map(|_| notes.terminal_chain.as_str()),
+            // "main", or "" when no chain delivered the terminal.
+            terminal_chain: notes.terminal_call_id.as_ref().map(|_| {
+                notes
+                    .terminal_chain
+                    .map_or(String::new(), |chain| chain.to_string())
+            }),
         }
     }
 }
@@ -234,11 +236,11 @@ impl<'a> BuildReport<'a> {
                 .chains
                 .iter()
                 .map(|chain| ChainReport {
-                    chain_id: &chain.chain_id,
+                    chain_id: chain.chain_id,
                     call_ids: chain
                         .links
                         .iter()
-                        .map(|l| records[build.nodes[l.node].record].model_call_id.as_str())
+                        .map(|l| records[build.record_of(l.node)].model_call_id.as_str())
                         .collect(),
                     interstitial_lens: chain.links.iter().map(|l| l.interstitial_len()).collect(),
                     root_prompt_len: chain.root_prompt_len,

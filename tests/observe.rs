@@ -232,7 +232,7 @@ fn an_explicit_declared_response_anchors_or_masks() {
     );
     assert_eq!(
         anchored.build.as_ref().unwrap().notes.terminal_chain,
-        "main"
+        Some(tokscope::rebuild::ChainId::Main)
     );
 }
 

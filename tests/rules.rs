@@ -384,7 +384,10 @@ fn terminal_anchor_selects_and_attribution_keeps_incomplete() {
     let anchored = analyze_rollout(&rollout, &options);
     let build = anchored.build.as_ref().unwrap();
     assert_eq!(build.main_chain().unwrap().links.len(), 2);
-    assert_eq!(build.notes.terminal_chain, "main");
+    assert_eq!(
+        build.notes.terminal_chain,
+        Some(tokscope::rebuild::ChainId::Main)
+    );
     assert!(
         !codes(&anchored).contains(&"capture_incomplete"),
         "{:?}",

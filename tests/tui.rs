@@ -209,7 +209,10 @@ fn pinning_a_terminal_rebuilds_and_shows_the_difference() {
         Some(pinned.as_str())
     );
     let build = what_if.analysis.build.as_ref().unwrap();
-    assert_eq!(build.notes.terminal_chain, "main");
+    assert_eq!(
+        build.notes.terminal_chain,
+        Some(tokscope::rebuild::ChainId::Main)
+    );
     assert_ne!(
         build.main_chain().unwrap().links.len(),
         before,

@@ -24,7 +24,7 @@ use crate::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions, analyze};
 use health::Health;
 use keys::{Action, action_for};
 use layout::{Areas, areas, inner_rows, token_rows, tokens_per_row};
-use view::{TreeFacts, TreeRow, tree_rows};
+use view::{TreeRow, tree_rows};
 
 /// The panes, in Tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,8 +145,6 @@ pub struct RolloutView {
     pub index: usize,
     /// Active what-if, if any (the panes then show it).
     pub what_if: Option<WhatIf>,
-    /// Tree facts of the shown build.
-    pub facts: TreeFacts,
     /// Collapsed tree nodes.
     pub collapsed: HashSet<usize>,
     /// Tree rows.
@@ -675,7 +673,6 @@ impl App {
         self.view = Some(RolloutView {
             index,
             what_if: None,
-            facts: TreeFacts::default(),
             collapsed: HashSet::new(),
             rows: Vec::new(),
             tree_selected: 0,
@@ -711,13 +708,11 @@ impl App {
         view.divergence = None;
         match &analysis.build {
             Some(build) => {
-                view.facts = TreeFacts::new(build);
                 view.rows = tree_rows(build, &view.collapsed);
                 view.chain = build.main;
                 view.provenance = build.main_chain().map(|c| provenance(build, c));
             }
             None => {
-                view.facts = TreeFacts::default();
                 view.rows = Vec::new();
                 view.chain = None;
                 view.provenance = None;
@@ -851,9 +846,7 @@ impl App {
             .rows
             .iter()
             .position(|row| match row {
-                TreeRow::Node { node, .. } => {
-                    records[build.nodes[*node].record].model_call_id == call
-                }
+                TreeRow::Node { node, .. } => records[build.record_of(*node)].model_call_id == call,
                 TreeRow::SetAside { record } => records[*record].model_call_id == call,
             });
         match target {
@@ -1123,7 +1116,7 @@ impl App {
             analysis
                 .build
                 .as_ref()
-                .map(|b| b.chains[c].chain_id.clone())
+                .map(|b| b.chains[c].chain_id)
         });
         let (cursor, scroll, gap, tree_row) = (
             view.cursor,

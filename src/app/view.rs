@@ -1,7 +1,7 @@
-//! Data derived from one analyzed rollout for the panes: tree rows, chain membership, retry
-//! siblings, gaps. Computed once when a rollout is opened, never while drawing.
+//! Data derived from one analyzed rollout for the panes: tree rows and gaps (chain membership
+//! and retry groups are the build's own facts). Computed once when a rollout is opened, never while drawing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::gaps::{Gap, capture_gaps};
 use crate::rebuild::{BuildOutput, RecordFate};
@@ -24,61 +24,6 @@ pub enum TreeRow {
         /// Record index.
         record: usize,
     },
-}
-
-/// Derived facts about the tree of a build.
-#[derive(Clone, Debug, Default)]
-pub struct TreeFacts {
-    /// Chain ids ending at each leaf node.
-    pub leaf_chain: HashMap<usize, String>,
-    /// Nodes on the main chain.
-    pub on_main: HashSet<usize>,
-    /// Nodes on some (non-main) chain.
-    pub on_branch: HashSet<usize>,
-    /// Nodes with a sibling that has the identical prompt: the size of that retry group.
-    pub retry_group: HashMap<usize, usize>,
-}
-
-impl TreeFacts {
-    /// Compute from a build.
-    pub fn new(build: &BuildOutput) -> TreeFacts {
-        let mut facts = TreeFacts::default();
-        for chain in &build.chains {
-            let leaf = chain.links.last().unwrap().node;
-            facts.leaf_chain.insert(leaf, chain.chain_id.clone());
-            let set = if chain.chain_id == "main" {
-                &mut facts.on_main
-            } else {
-                &mut facts.on_branch
-            };
-            set.extend(chain.links.iter().map(|l| l.node));
-        }
-        let mut groups: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
-        for (index, node) in build.nodes.iter().enumerate() {
-            groups.entry(node.parent).or_default().push(index);
-        }
-        for siblings in groups.values() {
-            let mut by_len: HashMap<usize, Vec<usize>> = HashMap::new();
-            for &s in siblings {
-                by_len
-                    .entry(build.nodes[s].prompt.len())
-                    .or_default()
-                    .push(s);
-            }
-            for same_len in by_len.values().filter(|v| v.len() > 1) {
-                for &a in same_len {
-                    let count = same_len
-                        .iter()
-                        .filter(|&&b| build.nodes[b].prompt == build.nodes[a].prompt)
-                        .count();
-                    if count > 1 {
-                        facts.retry_group.insert(a, count);
-                    }
-                }
-            }
-        }
-        facts
-    }
 }
 
 /// Flatten the forest into rows (iteratively: chains can be 10,000 calls deep).
@@ -181,8 +126,7 @@ mod tests {
                 hidden: 2
             }
         );
-        let facts = TreeFacts::new(build);
-        assert_eq!(facts.leaf_chain.len(), 2);
-        assert!(facts.on_main.contains(&0));
+        assert_eq!(build.chain_ending_at.iter().flatten().count(), 2);
+        assert!(build.on_main(0));
     }
 }

@@ -55,12 +55,8 @@ pub fn call_state(analysis: &Analysis, call: &str) -> CallState {
             if build.nodes[*node].quarantined {
                 return CallState::Quarantined;
             }
-            match build
-                .chains
-                .iter()
-                .find(|c| c.links.iter().any(|l| l.node == *node))
-            {
-                Some(chain) if chain.chain_id == "main" => CallState::Main,
+            match build.chain_of(*node) {
+                Some(_) if build.on_main(*node) => CallState::Main,
                 Some(_) => CallState::Branch,
                 None => CallState::Captured,
             }

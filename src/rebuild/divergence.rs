@@ -113,7 +113,7 @@ pub fn divergence(
     };
     let reference_call = match reference {
         Reference::ClaimedNode(n) | Reference::Candidate(n) => {
-            records[build.nodes[n].record].model_call_id.clone()
+            records[build.record_of(n)].model_call_id.clone()
         }
         Reference::ClaimedRecord(i) => records[i].model_call_id.clone(),
     };

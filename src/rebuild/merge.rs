@@ -117,11 +117,35 @@ impl ChainLink {
     }
 }
 
+/// Which chain: the delivered one, or a branch (numbered in chain order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChainId {
+    /// The delivered chain.
+    Main,
+    /// `branch-N`: a chain that is not delivered.
+    Branch(usize),
+}
+
+impl std::fmt::Display for ChainId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainId::Main => f.write_str("main"),
+            ChainId::Branch(n) => write!(f, "branch-{n}"),
+        }
+    }
+}
+
+impl serde::Serialize for ChainId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// A root-to-leaf path of non-quarantined calls.
 #[derive(Clone, Debug)]
 pub struct Chain {
     /// `main` or `branch-N`.
-    pub chain_id: String,
+    pub chain_id: ChainId,
     /// Links from root to leaf.
     pub links: Vec<ChainLink>,
     /// Prompt length of the root call.
@@ -151,8 +175,8 @@ pub struct BuildNotes {
     pub unresolved_parent_calls: Vec<String>,
     /// The terminal call the selection was anchored to, if any.
     pub terminal_call_id: Option<String>,
-    /// Which chain delivered the terminal call ("" when none did).
-    pub terminal_chain: String,
+    /// Which chain delivered the terminal call (`None` when none did).
+    pub terminal_chain: Option<ChainId>,
 }
 
 /// The builder's result.
@@ -170,12 +194,48 @@ pub struct BuildOutput {
     pub quarantined: Vec<String>,
     /// Notes.
     pub notes: BuildNotes,
+    /// Per node: the chain it is shown on — main when it is on main, else the first chain
+    /// through it; `None` for a node on no chain (under a quarantined call).
+    pub node_chain: Vec<Option<usize>>,
+    /// Per node: the chain that ends at it (leaves only).
+    pub chain_ending_at: Vec<Option<usize>>,
+    /// Groups of sibling calls with identical prompts (retries), two or more each.
+    pub retry_groups: Vec<Vec<usize>>,
+    /// Per node: its retry group, if any.
+    pub retry_group_of: Vec<Option<usize>>,
 }
 
 impl BuildOutput {
     /// The delivered chain.
     pub fn main_chain(&self) -> Option<&Chain> {
         self.main.map(|i| &self.chains[i])
+    }
+
+    /// The input record a node was placed from.
+    pub fn record_of(&self, node: usize) -> usize {
+        self.nodes[node].record
+    }
+
+    /// Whether a node is on the delivered chain.
+    pub fn on_main(&self, node: usize) -> bool {
+        self.main.is_some() && self.node_chain.get(node).copied().flatten() == self.main
+    }
+
+    /// The chain a node is shown on (see [`BuildOutput::node_chain`]).
+    pub fn chain_of(&self, node: usize) -> Option<usize> {
+        self.node_chain.get(node).copied().flatten()
+    }
+
+    /// Whether chain `chain` passes through `node`.
+    pub fn chain_contains(&self, chain: usize, node: usize) -> bool {
+        self.chains[chain].links.iter().any(|l| l.node == node)
+    }
+
+    /// The retry group of a node: its members (the node included), when it has siblings
+    /// with the identical prompt.
+    pub fn retry_group(&self, node: usize) -> Option<&[usize]> {
+        let group = self.retry_group_of.get(node).copied().flatten()?;
+        Some(&self.retry_groups[group])
     }
 
     /// Node of a call id, if placed.
@@ -420,6 +480,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
 
     // Step 8: choose the main chain.
     select_main(records, options.terminal_call_id.as_deref(), &mut out);
+    chain_facts(&mut out);
 
     // Step 9: notes.
     let captured: usize = survivors
@@ -676,11 +737,16 @@ fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
         });
         groups[group].push(index);
     }
+    out.retry_group_of = vec![None; out.nodes.len()];
     for group in groups {
         for retry_group in identical_prompt_groups(&out.nodes, &group) {
             if retry_group.len() < 2 {
                 continue;
             }
+            for &n in &retry_group {
+                out.retry_group_of[n] = Some(out.retry_groups.len());
+            }
+            out.retry_groups.push(retry_group.clone());
             let extended: Vec<usize> = retry_group
                 .iter()
                 .copied()
@@ -788,7 +854,7 @@ fn build_chains(out: &mut BuildOutput) {
             previous_len = nodes[n].cumulative.len();
         }
         out.chains.push(Chain {
-            chain_id: String::new(),
+            chain_id: ChainId::Main,
             root_prompt_len: nodes[path[0]].prompt.len(),
             links,
         });
@@ -833,14 +899,32 @@ fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut B
     let mut branch = 0;
     for (i, chain) in out.chains.iter_mut().enumerate() {
         if i == main {
-            chain.chain_id = "main".into();
+            chain.chain_id = ChainId::Main;
         } else {
-            chain.chain_id = format!("branch-{branch}");
+            chain.chain_id = ChainId::Branch(branch);
             branch += 1;
         }
     }
     out.main = Some(main);
     if anchored.is_some() {
-        out.notes.terminal_chain = "main".into();
+        out.notes.terminal_chain = Some(ChainId::Main);
+    }
+}
+
+/// The chain facts every pane asks for, answered once: which chain each node is shown on
+/// (main first), and which chain ends at each leaf.
+fn chain_facts(out: &mut BuildOutput) {
+    out.node_chain = vec![None; out.nodes.len()];
+    out.chain_ending_at = vec![None; out.nodes.len()];
+    let order = out.main.into_iter().chain(0..out.chains.len());
+    for chain in order {
+        for link in &out.chains[chain].links {
+            out.node_chain[link.node].get_or_insert(chain);
+        }
+    }
+    for (index, chain) in out.chains.iter().enumerate() {
+        if let Some(leaf) = chain.links.last() {
+            out.chain_ending_at[leaf.node] = Some(index);
+        }
     }
 }

@@ -7,8 +7,8 @@ pub mod project;
 pub mod seq;
 
 pub use merge::{
-    BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainLink, LinkNote, RecordFate,
-    prefix_merging,
+    BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainId, ChainLink, LinkNote,
+    RecordFate, prefix_merging,
 };
 pub use project::{Origin, Provenance, RebuiltResponse, Segment, project_main_chain, provenance};
 pub use seq::TokenSeq;

@@ -491,7 +491,7 @@ impl Provenance {
     ) -> Option<f64> {
         let segment = self.segment_at(position)?;
         match segment.origin {
-            Origin::Generation { node } => records[build.nodes[node].record]
+            Origin::Generation { node } => records[build.record_of(node)]
                 .generation_log_probs
                 .get(position - segment.range.0)
                 .copied(),

@@ -87,7 +87,7 @@ fn divergence_lines(
     let records = &analysis.capture.records;
     let build = analysis.build.as_ref().unwrap();
     let rid = analysis.rollout_id();
-    let call = &records[build.nodes[d.node].record].model_call_id;
+    let call = &records[build.record_of(d.node)].model_call_id;
     let against = match d.reference {
         Reference::ClaimedNode(_) => "its claimed parent",
         Reference::ClaimedRecord(_) => "its claimed parent (set aside)",
@@ -168,7 +168,7 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
             let mut text = match n.parent {
                 Some(p) => format!(
                     "placed; parent {}",
-                    analysis.capture.records[b.nodes[p].record].model_call_id
+                    analysis.capture.records[b.record_of(p)].model_call_id
                 ),
                 None => "placed as a root".to_string(),
             };

@@ -120,7 +120,7 @@ pub fn what_if_changes(before: &Analysis, after: &Analysis) -> Vec<String> {
             c.links
                 .iter()
                 .map(|l| {
-                    a.capture.records[build.nodes[l.node].record]
+                    a.capture.records[build.record_of(l.node)]
                         .model_call_id
                         .clone()
                 })

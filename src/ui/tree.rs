@@ -70,9 +70,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 } else {
                     "│"
                 };
-                let mut style = if view.facts.on_main.contains(node) {
+                let mut style = if build.on_main(*node) {
                     theme.good()
-                } else if view.facts.on_branch.contains(node) {
+                } else if build.chain_of(*node).is_some() {
                     ratatui::style::Style::new()
                 } else {
                     theme.dim()
@@ -107,13 +107,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                     (Some(note), Some(parent)) => Span::styled(
                         format!(
                             "← {} ({note})",
-                            short_call(&records[build.nodes[parent].record].model_call_id, rid)
+                            short_call(&records[build.record_of(parent)].model_call_id, rid)
                         ),
                         theme.heading(),
                     ),
                     (_, Some(parent)) => Span::raw(format!(
                         "← {}",
-                        short_call(&records[build.nodes[parent].record].model_call_id, rid)
+                        short_call(&records[build.record_of(parent)].model_call_id, rid)
                     )),
                     (_, None) => Span::raw(match record.parent_resolution {
                         Some(ParentResolution::Root) => "root",
@@ -130,8 +130,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 } else if record.prefix_requested {
                     flags.push_str(" P?");
                 }
-                if let Some(count) = view.facts.retry_group.get(node) {
-                    flags.push_str(&format!(" retry×{count}"));
+                if let Some(group) = build.retry_group(*node) {
+                    flags.push_str(&format!(" retry×{}", group.len()));
                 }
                 if call.quarantined {
                     flags.push_str(" quarantined");
@@ -140,7 +140,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                     flags.push_str(&format!(" [+{hidden} hidden]"));
                 }
                 spans.push(Span::styled(flags, theme.heading()));
-                if let Some(chain) = view.facts.leaf_chain.get(node) {
+                if let Some(chain) = build.chain_ending_at[*node] {
+                    let chain = build.chains[chain].chain_id;
                     spans.push(Span::styled(format!(" ⇒ {chain}"), theme.good()));
                 }
             }

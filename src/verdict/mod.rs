@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::rebuild::project::ProjectionError;
 use crate::rebuild::{
-    BuildOptions, BuildOutput, LinkNote, RebuiltResponse, prefix_merging, project_main_chain,
+    BuildOptions, BuildOutput, ChainId, LinkNote, RebuiltResponse, prefix_merging,
+    project_main_chain,
 };
 use crate::store::Capture;
 
@@ -236,7 +237,7 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     if let Some(terminal) = &terminal_call_id {
         if !records.iter().any(|r| &r.model_call_id == terminal) {
             reasons.push(MaskReason::TerminalNotFound(terminal.clone()));
-        } else if build.notes.terminal_chain != "main" {
+        } else if build.notes.terminal_chain != Some(ChainId::Main) {
             reasons.push(MaskReason::TerminalNotDelivered(terminal.clone()));
         } else {
             terminal_delivered = analysis.error.is_none();
