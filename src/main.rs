@@ -110,21 +110,21 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     locate(&stores, &[])?;
     let options = VerdictOptions::default();
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-    let size = ratatui::layout::Rect::new(0, 0, width, height);
+    let size = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
     let watch_live = start == Start::Explore && !args.no_watch;
-    let mut unmatched = None;
+    let mut rows_message = None;
     let mut app = if watch_live {
         tokscope::app::App::new_live(stores.clone(), options.clone(), size)
     } else {
         let rows = read_rows(&stores, &args.rows);
         let locations = locate(&stores, &[])?;
         let ids = locations.iter().map(|l| l.id.as_str()).collect();
-        unmatched = rows.message(&ids);
+        rows_message = rows.message(&ids);
         let analyses = analyze_rows(&locations, &options, &rows);
         tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
     };
     app.max_mask_fraction = args.max_mask_fraction;
-    app.message = unmatched;
+    app.message = rows_message.map(tokscope::app::Notice::Store);
     if let Some(path) = &args.tokenizer {
         app = app.with_tokenizer(tokscope::detok::Detokenizer::load(path)?);
     }

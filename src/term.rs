@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use crate::app::{App, Message};
 use crate::live::watch::Watch;
-use crate::ui::{Theme, draw};
+use crate::ui::layout::viewport;
+use crate::ui::{Drawn, Theme, draw, keys, mouse};
 
 /// Put the terminal back as it was (idempotent; errors ignored: nothing else can be done).
 fn restore() {
@@ -43,40 +44,51 @@ pub fn run(mut app: App, watch: Option<Watch>) -> std::io::Result<()> {
             Terminal::new(CrosstermBackend::new(stdout()))?;
         terminal.clear()?;
         let size = terminal.size()?;
-        app.update(Message::Resize(size.width, size.height));
+        app.update(Message::Resize(viewport(Rect::new(
+            0,
+            0,
+            size.width,
+            size.height,
+        ))));
         let theme = Theme::from_env();
         let mut dirty = true;
         let mut last_draw = Instant::now();
         while !app.quit {
             // Ages and highlights move with the clock: redraw at least twice a second.
             if dirty || last_draw.elapsed() >= Duration::from_millis(500) {
-                terminal.draw(|frame| draw(frame, &app, theme))?;
+                let mut drawn = Drawn::default();
+                terminal.draw(|frame| drawn = draw(frame, &app, theme))?;
                 last_draw = Instant::now();
                 dirty = false;
+                for message in drawn.messages() {
+                    dirty |= app.update(message);
+                }
             }
             // Input first, and never behind a rebuild: those run on the watcher thread.
             if event::poll(Duration::from_millis(30))? {
-                match event::read()? {
+                let message = match event::read()? {
                     Event::Key(key) if key.kind != KeyEventKind::Release => {
-                        app.update(Message::Key(key));
+                        keys::message_for(&app, key)
                     }
-                    Event::Mouse(mouse) => app.update(Message::Mouse(mouse)),
+                    Event::Mouse(mouse) => mouse::message_for(&app, mouse),
                     Event::Resize(width, height) => {
-                        terminal.resize(Rect::new(0, 0, width, height))?;
-                        app.update(Message::Resize(width, height));
+                        let area = Rect::new(0, 0, width, height);
+                        terminal.resize(area)?;
+                        Some(Message::Resize(viewport(area)))
                     }
-                    _ => {}
+                    _ => None,
+                };
+                if let Some(message) = message {
+                    dirty |= app.update(message);
                 }
-                dirty = true;
             }
             if let Some(watch) = &watch {
                 let changes: Vec<_> = watch.events.try_iter().collect();
                 if !changes.is_empty() {
-                    app.apply(changes);
-                    dirty = true;
+                    dirty |= app.update(Message::Store(changes));
                 }
             }
-            dirty |= app.tick(Instant::now());
+            dirty |= app.update(Message::Tick(Instant::now()));
         }
         Ok(())
     })();

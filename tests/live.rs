@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crossterm::event::KeyCode;
-use ratatui::layout::Rect;
+
 use serde_json::Value;
-use tokscope::app::App;
+use tokscope::app::{App, Message};
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchMode, WatchOptions, watch};
 use tokscope::store::RolloutLocation;
@@ -264,14 +264,14 @@ fn updates_keep_the_selection_and_pause_holds_them() {
     let mut app = App::new_live(
         vec![dir.clone()],
         VerdictOptions::default(),
-        Rect::new(0, 0, 120, 40),
+        common::viewport(120, 40),
     );
     let first = analysis_with(&dir, "a", 3);
-    app.apply(vec![
+    app.update(Message::Store(vec![
         StoreEvent::Updated(Box::new(first)),
         StoreEvent::Updated(Box::new(analysis_with(&dir, "b", 2))),
         StoreEvent::Ready,
-    ]);
+    ]));
     assert_eq!(app.list.rows.len(), 2);
     // Select rollout b, its second call, and a token.
     key(&mut app, KeyCode::Down);
@@ -282,32 +282,32 @@ fn updates_keep_the_selection_and_pause_holds_them() {
         .clone();
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Right);
-    let cursor = app.view.as_ref().unwrap().cursor;
+    let cursor = app.view.as_ref().unwrap().tokens.cursor;
     // b grows by one call: the selection and the cursor stay.
-    app.apply(vec![StoreEvent::Updated(Box::new(analysis_with(
-        &dir, "b", 4,
-    )))]);
+    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(
+        analysis_with(&dir, "b", 4),
+    ))]));
     assert_eq!(app.shown().unwrap().rollout_id(), "b");
     assert_eq!(app.shown().unwrap().capture.records.len(), 4);
     let now = app.shown().unwrap().capture.records[app.selected_record().unwrap()]
         .model_call_id
         .clone();
     assert_eq!(now, call);
-    assert_eq!(app.view.as_ref().unwrap().cursor, cursor);
+    assert_eq!(app.view.as_ref().unwrap().tokens.cursor, cursor);
     assert!(
-        app.recent.contains_key(&1),
+        app.live.recent.contains_key(&1),
         "the changed rollout is highlighted"
     );
     // Paused: changes wait, counted; resuming catches up.
     key(&mut app, KeyCode::Char(' '));
-    app.apply(vec![StoreEvent::Updated(Box::new(analysis_with(
-        &dir, "c", 1,
-    )))]);
-    assert_eq!(app.live.as_ref().unwrap().pending.len(), 1);
+    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(
+        analysis_with(&dir, "c", 1),
+    ))]));
+    assert_eq!(app.live.pending.len(), 1);
     assert_eq!(app.analyses.len(), 2);
     key(&mut app, KeyCode::Char(' '));
     assert_eq!(app.analyses.len(), 3);
-    assert!(app.live.as_ref().unwrap().pending.is_empty());
+    assert!(app.live.pending.is_empty());
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn replay_steps_jumps_plays_and_restores() {
     let analyses =
         tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
     let before: Vec<Value> = analyses.iter().map(report).collect();
-    let mut app = App::new(stores, analyses, options, Rect::new(0, 0, 120, 40));
+    let mut app = App::new(stores, analyses, options, common::viewport(120, 40));
     app.start_replay();
     let position = |app: &App| app.replay.as_ref().unwrap().replay.position();
     assert_eq!(position(&app), 1);
@@ -345,7 +345,7 @@ fn replay_steps_jumps_plays_and_restores() {
     // Play at 100×: the clock moves the timeline.
     key(&mut app, KeyCode::Char('3'));
     let start = app.now;
-    app.tick(start + Duration::from_secs(30));
+    app.update(Message::Tick(start + Duration::from_secs(30)));
     assert!(position(&app) > 100);
     // Leaving replay restores the store as it is.
     key(&mut app, KeyCode::Char('R'));

@@ -8,7 +8,6 @@ use common::{key, screen};
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use ratatui::layout::Rect;
 use tokscope::app::{App, Pane};
 use tokscope::gaps::GapKind;
 use tokscope::observe::Rows;
@@ -51,7 +50,7 @@ fn graph_text(analysis: &Analysis) -> String {
 }
 
 fn gap_texts(analysis: &Analysis) -> Vec<String> {
-    tokscope::app::view::gaps(analysis)
+    tokscope::observe::graph::rollout_gaps(analysis)
         .iter()
         .filter(|g| matches!(g.kind, GapKind::Observation | GapKind::Join))
         .map(|g| format!("{} {}", g.call.clone().unwrap_or_default(), g.detail))
@@ -242,7 +241,7 @@ fn explorer(size: (u16, u16)) -> App {
         vec![PathBuf::from(STORE)],
         analyses,
         VerdictOptions::default(),
-        Rect::new(0, 0, size.0, size.1),
+        common::viewport(size.0, size.1),
     );
     for c in "/0-3-a1".chars() {
         key(&mut app, KeyCode::Char(c));
@@ -288,10 +287,11 @@ fn graph_pane_walks_to_tokens_and_back() {
     );
     let view = app.view.as_ref().unwrap();
     let segment = view
+        .tokens
         .provenance
         .as_ref()
         .unwrap()
-        .segment_at(view.cursor)
+        .segment_at(view.tokens.cursor)
         .unwrap();
     let node = app.selected_node().unwrap();
     assert_eq!(
@@ -305,7 +305,7 @@ fn graph_pane_walks_to_tokens_and_back() {
         .clone();
     let view = app.view.as_ref().unwrap();
     assert_eq!(
-        view.graph[view.graph_selected].call.as_deref(),
+        view.graph[view.graph_list.selected()].call.as_deref(),
         Some(first.as_str())
     );
 }

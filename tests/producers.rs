@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use ratatui::layout::Rect;
 use serde_json::Value;
 use tokscope::app::{App, Pane};
 use tokscope::gaps::GapKind;
@@ -72,7 +71,7 @@ fn every_row_attaches_and_nothing_is_dropped_without_a_message() {
         assert!(keys.contains(id), "{id}");
     }
     for analysis in &analyses {
-        let gaps = tokscope::app::view::gaps(analysis);
+        let gaps = tokscope::observe::graph::rollout_gaps(analysis);
         assert!(
             !gaps.iter().any(|g| g.detail.contains("no rollout row")),
             "{}: {gaps:?}",
@@ -345,7 +344,7 @@ fn bundle_gaps_copied_into_the_trajectory_are_listed_once() {
     };
     assert_eq!(copies(&row["ng_trajectory"]), 1);
     assert_eq!(copies(&row["ng_agent_observations"]), 1);
-    let gaps = tokscope::app::view::gaps(find(&analyses, "1-0"));
+    let gaps = tokscope::observe::graph::rollout_gaps(find(&analyses, "1-0"));
     let listed = gaps
         .iter()
         .filter(|g| g.kind == GapKind::Observation && g.detail.starts_with("no_sandbox_runtime"))
@@ -390,7 +389,7 @@ fn the_graph_pane_shows_compactions_without_a_position() {
         vec![PathBuf::from(STORE)],
         analyses,
         VerdictOptions::default(),
-        Rect::new(0, 0, 120, 48),
+        common::viewport(120, 48),
     );
     for c in "/1-0".chars() {
         key(&mut app, KeyCode::Char(c));
@@ -411,7 +410,7 @@ fn a_rerun_row_replaces_the_earlier_one() {
     assert_eq!(obs.replaced.len(), 1);
     assert_eq!(obs.replaced[0].line, 5);
     assert_eq!(obs.tool_calls.len(), 2, "the later row's tools");
-    let gaps = tokscope::app::view::gaps(find(&analyses, "3-0"));
+    let gaps = tokscope::observe::graph::rollout_gaps(find(&analyses, "3-0"));
     assert!(
         gaps.iter()
             .any(|g| g.detail.contains("rollouts.jsonl:5 was replaced")),
@@ -425,7 +424,7 @@ fn rows_without_a_trajectory_join_through_the_capture() {
     let projection_failed = find(&analyses, "7-0");
     let text = graph_text(projection_failed);
     assert_eq!(text.matches("[in main]").count(), 3, "{text}");
-    let gaps = tokscope::app::view::gaps(projection_failed);
+    let gaps = tokscope::observe::graph::rollout_gaps(projection_failed);
     assert!(
         gaps.iter().any(|g| g
             .detail

@@ -441,6 +441,15 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
     builder.lines
 }
 
+/// Every gap of a rollout: capture gaps, then observation and join gaps when its row is known.
+pub fn rollout_gaps(analysis: &Analysis) -> Vec<Gap> {
+    let mut all = crate::gaps::capture_gaps(analysis);
+    if let Some(observations) = &analysis.options.observations {
+        all.extend(gaps(observations, analysis));
+    }
+    all
+}
+
 /// Observation gaps and join gaps of a rollout.
 pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
     let mut gaps = Vec::new();

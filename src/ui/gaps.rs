@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::layout::inner_width;
 use super::{Theme, clip, pane_block, short_call, strings};
-use crate::app::layout::{inner_rows, inner_width};
-use crate::app::{App, Pane, scroll_offset};
+use crate::app::{App, Pane};
 use crate::gaps::GapKind;
 use crate::text::sanitize;
 
@@ -52,15 +52,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     }
     let width = inner_width(area);
-    let height = inner_rows(area);
-    let offset = scroll_offset(view.gap_selected, height);
     let lines: Vec<Line> = view
-        .gaps
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(index, gap)| {
+        .gap_list
+        .visible()
+        .map(|index| {
+            let gap = &view.gaps[index];
             let call = gap
                 .call
                 .as_deref()
@@ -68,6 +64,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 .unwrap_or_default();
             let age = match (gap.kind, &gap.call) {
                 (GapKind::InFlight, Some(call)) => app
+                    .live
                     .in_flight_since
                     .get(&(view.index, call.clone()))
                     .map(|since| {
@@ -87,7 +84,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 ),
                 width,
             );
-            let style = if index == view.gap_selected {
+            let style = if index == view.gap_list.selected() {
                 theme.selected()
             } else {
                 theme.problem()

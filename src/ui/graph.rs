@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::layout::{inner_rows, inner_width};
 use super::{Theme, clip, pane_block, strings};
-use crate::app::layout::{inner_rows, inner_width};
-use crate::app::{App, Pane, scroll_offset};
+use crate::app::{App, Pane};
 use crate::text::sanitize;
 
 /// Draw the graph of the open rollout.
@@ -34,22 +34,19 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     // The record behind the selected line, as written, below the graph (every field shows).
     let raw = view
         .graph
-        .get(view.graph_selected)
+        .get(view.graph_list.selected())
         .and_then(|l| l.raw.as_ref());
-    let raw_rows = if raw.is_some() && inner_rows(area) > 8 {
-        3
+    let height = super::layout::graph_rows(area);
+    let raw_rows = if raw.is_some() {
+        inner_rows(area) - height
     } else {
         0
     };
-    let height = inner_rows(area) - raw_rows;
-    let offset = scroll_offset(view.graph_selected, height);
     let lines: Vec<Line> = view
-        .graph
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(index, line)| {
+        .graph_list
+        .visible()
+        .map(|index| {
+            let line = &view.graph[index];
             let text = clip(
                 &format!(
                     "{}{}",
@@ -65,7 +62,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             } else {
                 ratatui::style::Style::new()
             };
-            if index == view.graph_selected {
+            if index == view.graph_list.selected() {
                 style = style.patch(theme.selected());
             }
             Line::from(Span::styled(text, style))

@@ -5,8 +5,8 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::keys::{BINDINGS, Scope};
 use super::{Theme, pane_block, strings};
-use crate::app::keys::{BINDINGS, Scope};
 
 fn section(scopes: &[(Scope, &'static str)], theme: Theme) -> Vec<Line<'static>> {
     let mut lines = Vec::new();

@@ -12,24 +12,27 @@ use crate::rebuild::divergence::{Divergence, Reference};
 use crate::text::sanitize;
 use crate::verdict::Analysis;
 
-/// Draw the inspector.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+/// Draw the inspector; returns its text's length in lines as wrapped (for scrolling).
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> usize {
     let block = pane_block(
         strings::TITLE_INSPECTOR.into(),
         app.focus == Pane::Inspector,
         theme,
     );
-    let lines = lines(app, theme);
-    let scroll = app
+    let paragraph = Paragraph::new(lines(app, theme)).wrap(Wrap { trim: false });
+    let length = paragraph.line_count(area.width.saturating_sub(2));
+    // The app clamps its scroll to the length measured here; until that arrives, clamp too.
+    let height = super::layout::inner_rows(area);
+    let top = app
         .view
         .as_ref()
-        .map_or(0, |v| v.inspector_scroll)
-        .min(lines.len().saturating_sub(1));
-    let paragraph = Paragraph::new(lines)
+        .map_or(0, |v| v.inspector.top())
+        .min(length.saturating_sub(height));
+    let paragraph = paragraph
         .block(block)
-        .wrap(Wrap { trim: false })
-        .scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0));
+        .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0));
     frame.render_widget(paragraph, area);
+    length
 }
 
 fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'static> {
@@ -63,7 +66,10 @@ pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
             theme.heading(),
         )));
         for change in &what_if.changes {
-            out.push(Line::from(format!("  {}", sanitize(change))));
+            out.push(Line::from(format!(
+                "  {}",
+                sanitize(&strings::what_if_change(change))
+            )));
         }
         out.push(Line::from(""));
     }

@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
-use crate::app::layout::{inner_rows, inner_width};
-use crate::app::{App, Pane, SortKey, scroll_offset};
+use crate::app::{App, Pane, SortKey};
 use crate::text::sanitize;
 use crate::verdict::{Analysis, Lifecycle, Verdict};
 
@@ -79,9 +79,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     if list.rows.is_empty() {
         lines.push(Line::from(Span::styled(strings::NO_ROLLOUTS, theme.dim())));
     }
-    let height = inner_rows(area).saturating_sub(1);
-    let offset = scroll_offset(list.selected, height);
-    for (row, &index) in list.rows.iter().enumerate().skip(offset).take(height) {
+    for row in list.scroll.visible() {
+        let index = list.rows[row];
         let a = &app.analyses[index];
         let open = a.capture.open_intents().len();
         let calls = if open > 0 && a.lifecycle == Lifecycle::Live {
@@ -122,10 +121,10 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 theme.dim(),
             ),
         ];
-        if app.recent.contains_key(&index) {
+        if app.live.recent.contains_key(&index) {
             spans[0].style = spans[0].style.patch(theme.fresh());
         }
-        if row == list.selected {
+        if row == list.scroll.selected() {
             for span in &mut spans {
                 span.style = span.style.patch(theme.selected());
             }

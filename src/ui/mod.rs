@@ -4,7 +4,10 @@ pub mod gaps;
 pub mod graph;
 pub mod help;
 pub mod inspector;
+pub mod keys;
+pub mod layout;
 pub mod list;
+pub mod mouse;
 pub mod strings;
 pub mod theme;
 pub mod tokens;
@@ -15,14 +18,31 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::app::keys::{Action, BINDINGS, Scope};
-use crate::app::{App, Mode, Pane};
+use crate::app::{Action, App, Mode, Pane};
 use crate::text::sanitize;
+use keys::{BINDINGS, Scope};
 pub use theme::Theme;
 
+/// What drawing measured that the app needs to scroll right.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drawn {
+    /// Lines of the inspector's text as wrapped, when it was drawn.
+    pub inspector_lines: Option<usize>,
+}
+
+impl Drawn {
+    /// The messages that report the measures to the app.
+    pub fn messages(self) -> impl Iterator<Item = crate::app::Message> {
+        self.inspector_lines
+            .map(crate::app::Message::InspectorMeasured)
+            .into_iter()
+    }
+}
+
 /// Draw the whole screen.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme) {
-    let areas = crate::app::layout::areas(frame.area());
+pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
+    let areas = layout::areas(frame.area());
+    let mut drawn = Drawn::default();
     draw_header(frame, app, theme, areas.header);
     draw_health(frame, app, theme, areas.health);
     list::draw(frame, app, theme, areas.list);
@@ -31,12 +51,13 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     match app.detail {
         Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
         Pane::Graph => graph::draw(frame, app, theme, areas.detail),
-        _ => inspector::draw(frame, app, theme, areas.detail),
+        _ => drawn.inspector_lines = Some(inspector::draw(frame, app, theme, areas.detail)),
     }
     draw_status(frame, app, theme, areas.status);
     if app.show_help {
         help::draw(frame, theme);
     }
+    drawn
 }
 
 /// A bordered block titled for a pane, highlighted when focused.
@@ -93,7 +114,8 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             theme.heading().patch(theme.selected()),
         ));
         spans.push(Span::raw(" "));
-    } else if let Some(live) = &app.live {
+    } else if app.live.watching {
+        let live = &app.live;
         if live.paused {
             spans.push(Span::styled(
                 format!("❚❚ PAUSED · {} changes waiting ", live.pending.len()),
@@ -203,16 +225,13 @@ fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             Span::styled("▏ Enter jump · Esc cancel", theme.dim()),
         ]),
         Mode::Export { what, path } => Line::from(vec![
-            Span::styled(
-                strings::export_prompt(*what == crate::app::ExportKind::Report),
-                theme.heading(),
-            ),
+            Span::styled(strings::export_prompt(*what), theme.heading()),
             Span::raw(sanitize(path).into_owned()),
             Span::styled("▏ Enter write · Esc cancel", theme.dim()),
         ]),
         Mode::Normal => match &app.message {
-            Some(message) => Line::from(Span::styled(
-                sanitize(message).into_owned(),
+            Some(notice) => Line::from(Span::styled(
+                sanitize(&strings::notice(notice)).into_owned(),
                 theme.heading(),
             )),
             None => Line::from(Span::styled(hints(app.focus), theme.dim())),

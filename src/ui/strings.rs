@@ -1,8 +1,6 @@
 //! Every user-facing string of the explorer, in one place.
 
-use std::path::Path;
-
-use crate::verdict::Analysis;
+use crate::app::{ExportKind, Notice, WhatIfChange};
 
 /// Program name in the header.
 pub const APP: &str = "tokscope";
@@ -71,90 +69,54 @@ pub const NO_GAPS: &str = "no gaps: everything was observed and joined";
 /// Token legend.
 pub const LEGEND: &str = "root prompt · environment (mask 0) · generated (mask 1) · ▁ low p";
 
-/// Default export file name in the current directory.
-pub fn default_export_name(rollout_id: &str, report: bool) -> String {
-    let kind = if report { "report" } else { "response" };
-    format!("{rollout_id}.{kind}.json")
-}
-
-/// Export succeeded.
-pub fn exported(path: &Path) -> String {
-    format!("wrote {}", path.display())
-}
-
-/// Export failed.
-pub fn export_failed(error: &str) -> String {
-    format!("export failed: {error}")
-}
-
-/// A call id not found in the tree.
-pub fn no_such_call(call: &str) -> String {
-    format!("{call} is not in this rollout's tree")
-}
-
 /// Export prompt.
-pub fn export_prompt(report: bool) -> &'static str {
-    if report {
-        "export report to: "
-    } else {
-        "export rebuilt response to: "
+pub fn export_prompt(what: ExportKind) -> &'static str {
+    match what {
+        ExportKind::Report => "export report to: ",
+        ExportKind::Response => "export rebuilt response to: ",
     }
 }
 
-/// The differences a what-if made.
-pub fn what_if_changes(before: &Analysis, after: &Analysis) -> Vec<String> {
-    let mut changes = Vec::new();
-    let verdict = |a: &Analysis| {
-        if a.mask_sample { "masked" } else { "trainable" }
-    };
-    if before.mask_sample != after.mask_sample {
-        changes.push(format!("verdict: {} → {}", verdict(before), verdict(after)));
-    } else {
-        changes.push(format!("verdict unchanged: {}", verdict(after)));
+/// A notice, worded for the status bar.
+pub fn notice(notice: &Notice) -> String {
+    match notice {
+        Notice::NotOnAChain => NOT_ON_A_CHAIN.into(),
+        Notice::NoLowProb => NO_LOW_PROB.into(),
+        Notice::SelectACall => SELECT_A_CALL.into(),
+        Notice::NoDivergence => NO_DIVERGENCE.into(),
+        Notice::WhatIfCleared => WHAT_IF_CLEARED.into(),
+        Notice::NoTokenizer => NO_TOKENIZER.into(),
+        Notice::ReplayOnly => REPLAY_ONLY.into(),
+        Notice::LiveOnly => LIVE_ONLY.into(),
+        Notice::ReplayOn => REPLAY_ON.into(),
+        Notice::ReplayOff => REPLAY_OFF.into(),
+        Notice::NotACall => NOT_A_CALL.into(),
+        Notice::NoSuchCall(call) => format!("{call} is not in this rollout's tree"),
+        Notice::Exported(path) => format!("wrote {}", path.display()),
+        Notice::ExportFailed(error) => format!("export failed: {error}"),
+        Notice::Store(text) => text.clone(),
     }
-    let main_calls = |a: &Analysis| -> Vec<String> {
-        let Some(build) = &a.build else {
-            return Vec::new();
-        };
-        build.main_chain().map_or(Vec::new(), |c| {
-            c.links
-                .iter()
-                .map(|l| {
-                    a.capture.records[build.record_of(l.node)]
-                        .model_call_id
-                        .clone()
-                })
-                .collect()
-        })
-    };
-    let (b, a) = (main_calls(before), main_calls(after));
-    if b != a {
-        changes.push(format!(
+}
+
+/// One difference a what-if made, worded for the inspector.
+pub fn what_if_change(change: &WhatIfChange) -> String {
+    let verdict = |masked: bool| if masked { "masked" } else { "trainable" };
+    match change {
+        WhatIfChange::Verdict { before, after } if before != after => {
+            format!("verdict: {} → {}", verdict(*before), verdict(*after))
+        }
+        WhatIfChange::Verdict { after, .. } => format!("verdict unchanged: {}", verdict(*after)),
+        WhatIfChange::MainChain { before, after } => format!(
             "main chain: {} calls ending {} → {} calls ending {}",
-            b.len(),
-            b.last().map_or("-", String::as_str),
-            a.len(),
-            a.last().map_or("-", String::as_str)
-        ));
-    }
-    let fraction = |x: &Analysis| x.build.as_ref().map_or(0.0, |b| b.notes.delivered_fraction);
-    if fraction(before) != fraction(after) {
-        changes.push(format!(
-            "delivered: {:.1}% → {:.1}%",
-            fraction(before) * 100.0,
-            fraction(after) * 100.0
-        ));
-    }
-    let codes = |x: &Analysis| x.reasons.iter().map(|r| r.code()).collect::<Vec<_>>();
-    for code in codes(before) {
-        if !codes(after).contains(&code) {
-            changes.push(format!("reason gone: {code}"));
+            before.0,
+            before.1.as_deref().unwrap_or("-"),
+            after.0,
+            after.1.as_deref().unwrap_or("-")
+        ),
+        WhatIfChange::Delivered { before, after } => {
+            format!("delivered: {:.1}% → {:.1}%", before * 100.0, after * 100.0)
         }
+        WhatIfChange::ReasonGone(code) => format!("reason gone: {code}"),
+        WhatIfChange::NewReason(code) => format!("new reason: {code}"),
     }
-    for code in codes(after) {
-        if !codes(before).contains(&code) {
-            changes.push(format!("new reason: {code}"));
-        }
-    }
-    changes
 }

@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::layout::TOKEN_CELL;
 use super::{Theme, pane_block, short_call, strings};
-use crate::app::layout::{TOKEN_CELL, token_rows, tokens_per_row};
-use crate::app::{App, Pane, scroll_offset};
+use crate::app::{App, Pane};
 use crate::rebuild::Origin;
 
 /// Make whitespace in a decoded piece visible.
@@ -52,7 +52,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     };
     let (Some(build), Some(chain), Some(provenance)) =
-        (&analysis.build, view.chain, &view.provenance)
+        (&analysis.build, view.tokens.chain, &view.tokens.provenance)
     else {
         let block = pane_block(strings::TITLE_TOKENS.into(), focused, theme);
         frame.render_widget(Paragraph::new(strings::NO_CHAIN).block(block), area);
@@ -67,7 +67,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             "{} · {} ({} of {}) · {} calls · {} tokens",
             strings::TITLE_TOKENS,
             chain.chain_id,
-            view.chain.unwrap() + 1,
+            view.tokens.chain.map_or(0, |c| c + 1),
             build.chains.len(),
             chain.links.len(),
             total
@@ -87,7 +87,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         ),
     };
     let mut lines = Vec::new();
-    let cursor = view.cursor.min(total.saturating_sub(1));
+    let cursor = view.tokens.cursor.min(total.saturating_sub(1));
     let info = match provenance.segment_at(cursor) {
         Some(segment) => {
             let token = provenance.tokens.get(cursor).unwrap_or_default();
@@ -120,10 +120,10 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             theme.probability(theme.generated(1), f64::NEG_INFINITY, 0.0),
         ),
     ]));
-    let per_row = tokens_per_row(area);
-    let rows = token_rows(area);
-    let first_row = scroll_offset(cursor / per_row, rows);
-    let start = first_row * per_row;
+    // The app keeps the cursor's row on screen, with the layout's tokens per row.
+    let per_row = view.tokens.per_row();
+    let rows = view.tokens.rows.height();
+    let start = view.tokens.rows.top() * per_row;
     let visible: Vec<u32> = provenance
         .tokens
         .iter()

@@ -5,10 +5,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::layout::{inner_rows, inner_width};
 use super::{Theme, clip, pane_block, short_call, strings};
-use crate::app::layout::{inner_rows, inner_width};
-use crate::app::view::TreeRow;
-use crate::app::{App, Pane, scroll_offset};
+use crate::app::tree::TreeRow;
+use crate::app::{App, Pane};
 use crate::rebuild::RecordFate;
 use crate::store::ParentResolution;
 
@@ -49,10 +49,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         .map(|r| r.created_at)
         .fold(f64::INFINITY, f64::min);
     let width = inner_width(area);
-    let height = inner_rows(area);
-    let offset = scroll_offset(view.tree_selected, height);
-    let mut lines = Vec::with_capacity(height);
-    for (row_index, row) in view.rows.iter().enumerate().skip(offset).take(height) {
+    let mut lines = Vec::with_capacity(inner_rows(area));
+    for row_index in view.tree.visible() {
+        let row = &view.rows[row_index];
         let mut spans: Vec<Span> = Vec::new();
         match row {
             TreeRow::Node {
@@ -172,7 +171,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             let text = clip(&span.content, remaining);
             remaining = remaining.saturating_sub(text.chars().count());
             let mut style = span.style;
-            if row_index == view.tree_selected {
+            if row_index == view.tree.selected() {
                 style = style.patch(theme.selected());
             }
             clipped.push(Span::styled(text, style));

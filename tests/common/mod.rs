@@ -171,15 +171,26 @@ pub fn expected(store: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The screen of a terminal of `width` × `height`, as the app knows it.
+pub fn viewport(width: u16, height: u16) -> tokscope::app::Viewport {
+    tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height))
+}
+
 /// Render the app into a `TestBackend` of its size, without colors; one string a row.
 pub fn screen(app: &tokscope::app::App) -> String {
+    render(app).0
+}
+
+/// Render, and what drawing measured.
+fn render(app: &tokscope::app::App) -> (String, tokscope::ui::Drawn) {
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(
-        app.size.width,
-        app.size.height,
+        app.viewport.width,
+        app.viewport.height,
     ))
     .unwrap();
+    let mut drawn = tokscope::ui::Drawn::default();
     terminal
-        .draw(|frame| tokscope::ui::draw(frame, app, tokscope::ui::Theme { color: false }))
+        .draw(|frame| drawn = tokscope::ui::draw(frame, app, tokscope::ui::Theme { color: false }))
         .unwrap();
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
@@ -190,14 +201,38 @@ pub fn screen(app: &tokscope::app::App) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out
+    (out, drawn)
 }
 
-/// Press one key.
+/// Send a message as the terminal loop does: update, draw, report what drawing measured.
+pub fn send(app: &mut tokscope::app::App, message: tokscope::app::Message) {
+    app.update(message);
+    let (_, drawn) = render(app);
+    for message in drawn.messages() {
+        app.update(message);
+    }
+}
+
+/// Press one key, through the key bindings.
 pub fn key(app: &mut tokscope::app::App, code: crossterm::event::KeyCode) {
-    app.update(tokscope::app::Message::Key(
+    key_event(
+        app,
         crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE),
-    ));
+    );
+}
+
+/// Press one key with its modifiers, through the key bindings.
+pub fn key_event(app: &mut tokscope::app::App, event: crossterm::event::KeyEvent) {
+    if let Some(message) = tokscope::ui::keys::message_for(app, event) {
+        send(app, message);
+    }
+}
+
+/// A mouse event, through the hit-testing.
+pub fn mouse(app: &mut tokscope::app::App, event: crossterm::event::MouseEvent) {
+    if let Some(message) = tokscope::ui::mouse::message_for(app, event) {
+        send(app, message);
+    }
 }
 
 /// Type characters as keys.

@@ -1,89 +1,9 @@
-//! Every key binding, in one list. The help overlay and the status bar are drawn from it.
+//! Every key binding, in one list, and the translation of terminal keys into the app's
+//! messages. The help overlay and the status bar are drawn from the same list.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// What a key does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// Leave the explorer.
-    Quit,
-    /// Show or hide the key list.
-    Help,
-    /// Focus the next pane.
-    NextPane,
-    /// Focus the previous pane.
-    PrevPane,
-    /// Move up one row.
-    Up,
-    /// Move down one row.
-    Down,
-    /// Move left (previous token).
-    Left,
-    /// Move right (next token).
-    Right,
-    /// Up one page.
-    PageUp,
-    /// Down one page.
-    PageDown,
-    /// First row.
-    Top,
-    /// Last row.
-    Bottom,
-    /// Open / jump to what is selected.
-    Enter,
-    /// Collapse or expand the selected tree node.
-    ToggleCollapse,
-    /// Type a filter for the rollout list.
-    Filter,
-    /// Show masked rollouts only.
-    MaskedOnly,
-    /// Cycle through the mask reasons present.
-    CycleReason,
-    /// Sort the list by the next column.
-    SortNext,
-    /// Reverse the sort.
-    SortReverse,
-    /// Next call boundary in the token stream.
-    NextBoundary,
-    /// Previous call boundary in the token stream.
-    PrevBoundary,
-    /// Next generated token below the probability threshold.
-    NextLowProb,
-    /// Previous generated token below the probability threshold.
-    PrevLowProb,
-    /// Show the next chain in the token pane.
-    CycleChain,
-    /// Show token ids or decoded text in the token pane.
-    ToggleText,
-    /// Show where the selected call's prompt diverges.
-    Divergence,
-    /// Pin the selected call as the terminal (what-if).
-    PinTerminal,
-    /// Toggle `mask_incomplete_when_attributed` (what-if).
-    ToggleAttributed,
-    /// Drop the what-if and show the rollout as built.
-    ClearWhatIf,
-    /// Write the selected rollout's report to a file.
-    ExportReport,
-    /// Write the rebuilt response to a file.
-    ExportResponse,
-    /// Live: pause / resume the view. Replay: play / pause.
-    Pause,
-    /// Enter or leave replay.
-    ToggleReplay,
-    /// Replay: one call back.
-    StepBack,
-    /// Replay: one call forward.
-    StepForward,
-    /// Replay: play at 1×.
-    Speed1,
-    /// Replay: play at 10×.
-    Speed10,
-    /// Replay: play at 100×.
-    Speed100,
-    /// Replay: jump to a call number, a time offset or a call id.
-    Jump,
-}
+use crate::app::{Action, App, Message, Mode, TextKey};
 
 /// Where a binding applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +37,7 @@ pub struct Binding {
 pub const BINDINGS: &[Binding] = &[
     Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: Scope::Global, help: "quit" },
     Binding { keys: &["?"], action: Action::Help, scope: Scope::Global, help: "show / hide this help" },
+    Binding { keys: &["Esc"], action: Action::Dismiss, scope: Scope::Global, help: "close help · clear the message and the divergence" },
     Binding { keys: &["Tab"], action: Action::NextPane, scope: Scope::Global, help: "next pane" },
     Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: Scope::Global, help: "previous pane" },
     Binding { keys: &["k", "↑"], action: Action::Up, scope: Scope::Global, help: "up" },
@@ -176,6 +97,7 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Home => "Home",
         KeyCode::End => "End",
         KeyCode::Enter => "Enter",
+        KeyCode::Esc => "Esc",
         _ => return None,
     };
     lookup(name)
@@ -191,6 +113,38 @@ fn lookup(name: &str) -> Option<Action> {
         .iter()
         .find(|b| b.keys.contains(&name))
         .map(|b| b.action)
+}
+
+/// The message a key sends to the app: text editing while a prompt is open, else the action
+/// bound to it. With the help shown, any key closes it (`q` still quits).
+pub fn message_for(app: &App, key: KeyEvent) -> Option<Message> {
+    if app.mode != Mode::Normal {
+        return text_key(key).map(Message::Text);
+    }
+    let action = action_for(key);
+    if app.show_help {
+        return Some(Message::Action(match action {
+            Some(Action::Quit) => Action::Quit,
+            _ => Action::Dismiss,
+        }));
+    }
+    action.map(Message::Action)
+}
+
+/// A key as prompt editing: characters, Backspace, Ctrl-U (clear), Ctrl-W (delete a word),
+/// Enter, Esc.
+fn text_key(key: KeyEvent) -> Option<TextKey> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match key.code {
+        KeyCode::Char('u') if ctrl => TextKey::ClearLine,
+        KeyCode::Char('w') if ctrl => TextKey::DeleteWord,
+        KeyCode::Char('c') if ctrl => TextKey::Cancel,
+        KeyCode::Char(c) if !ctrl => TextKey::Char(c),
+        KeyCode::Backspace => TextKey::Backspace,
+        KeyCode::Enter => TextKey::Submit,
+        KeyCode::Esc => TextKey::Cancel,
+        _ => return None,
+    })
 }
 
 /// The main key of an action, for hints.
@@ -210,16 +164,17 @@ mod tests {
         use Action::*;
         // Exhaustive on purpose: a new action without a key fails to compile here.
         let check = |action: Action| match action {
-            Quit | Help | NextPane | PrevPane | Up | Down | Left | Right | PageUp | PageDown
-            | Top | Bottom | Enter | ToggleCollapse | Filter | MaskedOnly | CycleReason
-            | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb | PrevLowProb
-            | CycleChain | ToggleText | Divergence | PinTerminal | ToggleAttributed
-            | ClearWhatIf | ExportReport | ExportResponse | Pause | ToggleReplay | StepBack
-            | StepForward | Speed1 | Speed10 | Speed100 | Jump => {
+            Dismiss | Quit | Help | NextPane | PrevPane | Up | Down | Left | Right | PageUp
+            | PageDown | Top | Bottom | Enter | ToggleCollapse | Filter | MaskedOnly
+            | CycleReason | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb
+            | PrevLowProb | CycleChain | ToggleText | Divergence | PinTerminal
+            | ToggleAttributed | ClearWhatIf | ExportReport | ExportResponse | Pause
+            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Jump => {
                 BINDINGS.iter().any(|b| b.action == action)
             }
         };
         for action in [
+            Dismiss,
             Quit,
             Help,
             NextPane,

@@ -1,6 +1,8 @@
-//! Screen geometry, shared by drawing and by mouse hit-testing.
+//! Screen geometry, shared by drawing, mouse hit-testing and the app's [`Viewport`].
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
+
+use crate::app::Viewport;
 
 /// The rectangles of every pane for a terminal size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,4 +105,27 @@ pub fn tokens_per_row(rect: Rect) -> usize {
 /// Rows of tokens shown in the token pane (below the cursor line and the legend).
 pub fn token_rows(rect: Rect) -> usize {
     inner_rows(rect).saturating_sub(2).max(1)
+}
+
+/// Rows of the graph pane's lines: the selected record as written takes three rows below
+/// them when the pane is tall enough.
+pub fn graph_rows(rect: Rect) -> usize {
+    let rows = inner_rows(rect);
+    if rows > 8 { rows - 3 } else { rows }
+}
+
+/// What each pane shows, for the app's scrolling and paging.
+pub fn viewport(size: Rect) -> Viewport {
+    let areas = areas(size);
+    Viewport {
+        width: size.width,
+        height: size.height,
+        // One header line inside the list's border.
+        list_rows: inner_rows(areas.list).saturating_sub(1),
+        tree_rows: inner_rows(areas.tree),
+        detail_rows: inner_rows(areas.detail),
+        graph_rows: graph_rows(areas.detail),
+        token_rows: token_rows(areas.tokens),
+        tokens_per_row: tokens_per_row(areas.tokens),
+    }
 }

@@ -1,11 +1,10 @@
-//! Data derived from one analyzed rollout for the panes: tree rows and gaps (chain membership
-//! and retry groups are the build's own facts). Computed once when a rollout is opened, never while drawing.
+//! The chain tree's rows: the build's forest flattened, with collapsed subtrees and the
+//! records the build set aside. Computed when a rollout is opened, never while drawing
+//! (chain membership and retry groups are the build's own facts).
 
 use std::collections::HashSet;
 
-use crate::gaps::{Gap, capture_gaps};
 use crate::rebuild::{BuildOutput, RecordFate};
-use crate::verdict::Analysis;
 
 /// One row of the chain tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,15 +68,6 @@ fn descendants(build: &BuildOutput, node: usize) -> usize {
         stack.extend_from_slice(&build.nodes[n].children);
     }
     count
-}
-
-/// The gaps of a rollout: capture gaps, then observation and join gaps when its row is known.
-pub fn gaps(analysis: &Analysis) -> Vec<Gap> {
-    let mut gaps = capture_gaps(analysis);
-    if let Some(observations) = &analysis.options.observations {
-        gaps.extend(crate::observe::graph::gaps(observations, analysis));
-    }
-    gaps
 }
 
 #[cfg(test)]

@@ -1,0 +1,145 @@
+//! What the user can ask of the app: the command vocabulary the key bindings (in
+//! `ui::keys`) and the mouse map onto.
+
+/// What a key does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Close the help, clear the message and the divergence.
+    Dismiss,
+    /// Leave the explorer.
+    Quit,
+    /// Show or hide the key list.
+    Help,
+    /// Focus the next pane.
+    NextPane,
+    /// Focus the previous pane.
+    PrevPane,
+    /// Move up one row.
+    Up,
+    /// Move down one row.
+    Down,
+    /// Move left (previous token).
+    Left,
+    /// Move right (next token).
+    Right,
+    /// Up one page.
+    PageUp,
+    /// Down one page.
+    PageDown,
+    /// First row.
+    Top,
+    /// Last row.
+    Bottom,
+    /// Open / jump to what is selected.
+    Enter,
+    /// Collapse or expand the selected tree node.
+    ToggleCollapse,
+    /// Type a filter for the rollout list.
+    Filter,
+    /// Show masked rollouts only.
+    MaskedOnly,
+    /// Cycle through the mask reasons present.
+    CycleReason,
+    /// Sort the list by the next column.
+    SortNext,
+    /// Reverse the sort.
+    SortReverse,
+    /// Next call boundary in the token stream.
+    NextBoundary,
+    /// Previous call boundary in the token stream.
+    PrevBoundary,
+    /// Next generated token below the probability threshold.
+    NextLowProb,
+    /// Previous generated token below the probability threshold.
+    PrevLowProb,
+    /// Show the next chain in the token pane.
+    CycleChain,
+    /// Show token ids or decoded text in the token pane.
+    ToggleText,
+    /// Show where the selected call's prompt diverges.
+    Divergence,
+    /// Pin the selected call as the terminal (what-if).
+    PinTerminal,
+    /// Toggle `mask_incomplete_when_attributed` (what-if).
+    ToggleAttributed,
+    /// Drop the what-if and show the rollout as built.
+    ClearWhatIf,
+    /// Write the selected rollout's report to a file.
+    ExportReport,
+    /// Write the rebuilt response to a file.
+    ExportResponse,
+    /// Live: pause / resume the view. Replay: play / pause.
+    Pause,
+    /// Enter or leave replay.
+    ToggleReplay,
+    /// Replay: one call back.
+    StepBack,
+    /// Replay: one call forward.
+    StepForward,
+    /// Replay: play at 1×.
+    Speed1,
+    /// Replay: play at 10×.
+    Speed10,
+    /// Replay: play at 100×.
+    Speed100,
+    /// Replay: jump to a call number, a time offset or a call id.
+    Jump,
+}
+
+/// A key while a prompt (filter, jump, export path) is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextKey {
+    /// Type a character.
+    Char(char),
+    /// Delete the last character.
+    Backspace,
+    /// Delete the last word.
+    DeleteWord,
+    /// Clear the line.
+    ClearLine,
+    /// Accept.
+    Submit,
+    /// Leave the prompt.
+    Cancel,
+}
+
+/// Apply a prompt edit to `line`.
+pub fn edit(line: &mut String, key: TextKey) {
+    match key {
+        TextKey::Char(c) => line.push(c),
+        TextKey::Backspace => {
+            line.pop();
+        }
+        TextKey::DeleteWord => {
+            let kept = line.trim_end().len();
+            line.truncate(kept);
+            let cut = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            line.truncate(cut);
+        }
+        TextKey::ClearLine => line.clear(),
+        TextKey::Submit | TextKey::Cancel => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_editing() {
+        let mut line = String::new();
+        for c in "export to a.json".chars() {
+            edit(&mut line, TextKey::Char(c));
+        }
+        edit(&mut line, TextKey::Backspace);
+        assert_eq!(line, "export to a.jso");
+        edit(&mut line, TextKey::DeleteWord);
+        assert_eq!(line, "export to ");
+        edit(&mut line, TextKey::DeleteWord);
+        assert_eq!(line, "export ");
+        edit(&mut line, TextKey::ClearLine);
+        assert_eq!(line, "");
+        edit(&mut line, TextKey::DeleteWord);
+        assert_eq!(line, "");
+    }
+}

@@ -1,0 +1,156 @@
+//! Writing the shown rollout's report or rebuilt response to a file — never into a store.
+
+use std::path::{Path, PathBuf};
+
+use crate::verdict::Analysis;
+
+/// What to export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportKind {
+    /// The report (SPEC §6 JSON).
+    Report,
+    /// The rebuilt response.
+    Response,
+}
+
+/// Why an export was not written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    /// No rollout is open.
+    #[error("no rollout selected")]
+    NoRollout,
+    /// The path names no file.
+    #[error("no file name in that path")]
+    NoFileName,
+    /// The directory could not be resolved.
+    #[error("{path}: {reason}")]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The target is inside a token store.
+    #[error("refusing to write inside a token-store directory; choose a path outside the store")]
+    InsideStore,
+    /// The build failed: no rebuilt response.
+    #[error("this rollout has no rebuilt response (the build failed)")]
+    NoResponse,
+    /// Writing failed.
+    #[error("{path}: {reason}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The file name offered for an export, in the current directory.
+pub fn default_file_name(rollout_id: &str, what: ExportKind) -> String {
+    let kind = match what {
+        ExportKind::Report => "report",
+        ExportKind::Response => "response",
+    };
+    format!("{rollout_id}.{kind}.json")
+}
+
+/// Write `analysis`'s report or rebuilt response to `path` (relative to the current
+/// directory), refusing any place inside one of `stores`. Returns the path written.
+pub fn export(
+    analysis: &Analysis,
+    stores: &[PathBuf],
+    what: ExportKind,
+    path: &Path,
+) -> Result<PathBuf, ExportError> {
+    let directory_error = |path: &Path, error: std::io::Error| ExportError::Directory {
+        path: path.to_path_buf(),
+        reason: error.to_string(),
+    };
+    let target = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| directory_error(Path::new("."), e))?
+            .join(path)
+    };
+    let file_name = target.file_name().ok_or(ExportError::NoFileName)?;
+    let parent = target.parent().ok_or(ExportError::NoFileName)?;
+    let parent = parent
+        .canonicalize()
+        .map_err(|e| directory_error(parent, e))?;
+    for store in stores {
+        if let Ok(store) = store.canonicalize()
+            && parent.starts_with(&store)
+        {
+            return Err(ExportError::InsideStore);
+        }
+    }
+    let json = match what {
+        ExportKind::Report => serde_json::to_vec_pretty(&analysis.report()),
+        ExportKind::Response => match &analysis.response {
+            Some(response) => serde_json::to_vec_pretty(response),
+            None => return Err(ExportError::NoResponse),
+        },
+    };
+    let final_path = parent.join(file_name);
+    let write_error = |reason: String| ExportError::Write {
+        path: final_path.clone(),
+        reason,
+    };
+    let json = json.map_err(|e| write_error(e.to_string()))?;
+    std::fs::write(&final_path, json).map_err(|e| write_error(e.to_string()))?;
+    Ok(final_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo() -> Analysis {
+        let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+        let locations = crate::load::locate(&[store], &[]).unwrap_or_default();
+        crate::load::analyze_all(&locations, &Default::default())
+            .into_iter()
+            .find(|a| a.response.is_some())
+            .expect("a demo rollout with a rebuilt response")
+    }
+
+    #[test]
+    fn writes_outside_stores_and_refuses_inside() {
+        let analysis = demo();
+        let out = tempfile::tempdir().expect("temp dir");
+        let store = tempfile::tempdir().expect("temp dir");
+        let written = export(
+            &analysis,
+            &[store.path().to_path_buf()],
+            ExportKind::Response,
+            &out.path().join("r.json"),
+        )
+        .expect("written");
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&written).expect("read back")).expect("json");
+        assert_eq!(json["object"], "response");
+        let refused = export(
+            &analysis,
+            &[store.path().to_path_buf()],
+            ExportKind::Report,
+            &store.path().join("x.json"),
+        );
+        assert_eq!(refused, Err(ExportError::InsideStore));
+        assert!(!store.path().join("x.json").exists());
+        assert!(matches!(
+            export(
+                &analysis,
+                &[],
+                ExportKind::Report,
+                Path::new("/nonexistent-dir/x.json")
+            ),
+            Err(ExportError::Directory { .. })
+        ));
+        assert_eq!(
+            default_file_name("r-1", ExportKind::Report),
+            "r-1.report.json"
+        );
+    }
+}

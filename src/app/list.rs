@@ -1,0 +1,254 @@
+//! The rollout list: filters, sort, and the selection that drives every other pane.
+
+use super::scroll::ScrollList;
+use crate::store::layout::natural_cmp;
+use crate::verdict::{Analysis, Lifecycle, Verdict};
+
+/// Columns the rollout list can be sorted by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKey {
+    /// Rollout id (natural order).
+    Id,
+    /// Live / frozen / retired.
+    State,
+    /// Number of records.
+    Calls,
+    /// Number of chains.
+    Chains,
+    /// Delivered fraction.
+    Delivered,
+    /// Verdict.
+    Verdict,
+    /// First mask reason.
+    Reason,
+}
+
+const SORT_KEYS: [SortKey; 7] = [
+    SortKey::Id,
+    SortKey::State,
+    SortKey::Calls,
+    SortKey::Chains,
+    SortKey::Delivered,
+    SortKey::Verdict,
+    SortKey::Reason,
+];
+
+/// The rollout list's state.
+#[derive(Clone, Debug)]
+pub struct RolloutList {
+    /// Sort column.
+    pub sort: SortKey,
+    /// Descending.
+    pub reverse: bool,
+    /// Text filter (id or reason contains it).
+    pub filter: String,
+    /// Masked (or pending-masked) only.
+    pub masked_only: bool,
+    /// Only rollouts with this mask reason code.
+    pub reason: Option<&'static str>,
+    /// Visible rollouts (indices into the app's analyses), in display order.
+    pub rows: Vec<usize>,
+    /// Selection and window over `rows`.
+    pub scroll: ScrollList,
+}
+
+impl RolloutList {
+    /// An unfiltered list sorted by id, `height` rows on screen.
+    pub fn new(height: usize) -> RolloutList {
+        RolloutList {
+            sort: SortKey::Id,
+            reverse: false,
+            filter: String::new(),
+            masked_only: false,
+            reason: None,
+            rows: Vec::new(),
+            scroll: ScrollList::new(0, height),
+        }
+    }
+
+    /// The selected rollout (index into the analyses).
+    pub fn selected_rollout(&self) -> Option<usize> {
+        self.rows.get(self.scroll.selected()).copied()
+    }
+
+    /// Recompute the visible rows from sort and filters, keeping the selected rollout
+    /// selected. `hide_cleared` hides rollouts whose files are all gone (replay).
+    pub fn refresh(&mut self, analyses: &[Analysis], hide_cleared: bool) {
+        let keep = self.selected_rollout();
+        let filter = self.filter.to_lowercase();
+        let mut rows: Vec<usize> = (0..analyses.len())
+            .filter(|&i| {
+                let a = &analyses[i];
+                (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
+                    && (!self.masked_only || a.mask_sample)
+                    && self
+                        .reason
+                        .is_none_or(|code| a.reasons.iter().any(|r| r.code() == code))
+                    && (filter.is_empty()
+                        || a.rollout_id().to_lowercase().contains(&filter)
+                        || a.reasons
+                            .iter()
+                            .any(|r| r.to_string().to_lowercase().contains(&filter)))
+            })
+            .collect();
+        let key = self.sort;
+        rows.sort_by(|&x, &y| {
+            let (a, b) = (&analyses[x], &analyses[y]);
+            let order = match key {
+                SortKey::Id => std::cmp::Ordering::Equal,
+                SortKey::State => lifecycle_rank(a.lifecycle).cmp(&lifecycle_rank(b.lifecycle)),
+                SortKey::Calls => a.capture.records.len().cmp(&b.capture.records.len()),
+                SortKey::Chains => chains(a).cmp(&chains(b)),
+                SortKey::Delivered => delivered(a).total_cmp(&delivered(b)),
+                SortKey::Verdict => verdict_rank(a).cmp(&verdict_rank(b)),
+                SortKey::Reason => first_code(a).cmp(first_code(b)),
+            };
+            order.then_with(|| natural_cmp(a.rollout_id(), b.rollout_id()))
+        });
+        if self.reverse {
+            rows.reverse();
+        }
+        let selected = keep
+            .and_then(|k| rows.iter().position(|&r| r == k))
+            .unwrap_or(0);
+        self.rows = rows;
+        self.scroll.set_len(self.rows.len());
+        self.scroll.select(selected);
+    }
+
+    /// Sort by the next column.
+    pub fn sort_next(&mut self) {
+        let at = SORT_KEYS.iter().position(|k| *k == self.sort).unwrap_or(0);
+        self.sort = SORT_KEYS[(at + 1) % SORT_KEYS.len()];
+    }
+
+    /// Show the next mask reason of `codes` only (after the last: all again).
+    pub fn cycle_reason(&mut self, codes: &[&'static str]) {
+        self.reason = match self.reason {
+            None => codes.first().copied(),
+            Some(current) => codes
+                .iter()
+                .position(|c| *c == current)
+                .and_then(|i| codes.get(i + 1))
+                .copied(),
+        };
+    }
+}
+
+/// Mask reason codes present in `analyses`, in first-seen order.
+pub fn reason_codes(analyses: &[Analysis]) -> Vec<&'static str> {
+    let mut codes = Vec::new();
+    for analysis in analyses {
+        for reason in &analysis.reasons {
+            if !codes.contains(&reason.code()) {
+                codes.push(reason.code());
+            }
+        }
+    }
+    codes
+}
+
+fn lifecycle_rank(l: Lifecycle) -> u8 {
+    match l {
+        Lifecycle::Live => 0,
+        Lifecycle::Frozen => 1,
+        Lifecycle::Retired => 2,
+        Lifecycle::Cleared => 3,
+    }
+}
+
+fn verdict_rank(a: &Analysis) -> u8 {
+    match (a.verdict, a.mask_sample) {
+        (Verdict::Masked, _) => 0,
+        (Verdict::Pending, true) => 1,
+        (Verdict::Pending, false) => 2,
+        (Verdict::Ok, _) => 3,
+    }
+}
+
+fn chains(a: &Analysis) -> usize {
+    a.build.as_ref().map_or(0, |b| b.chains.len())
+}
+
+fn delivered(a: &Analysis) -> f64 {
+    a.build
+        .as_ref()
+        .map_or(-1.0, |b| b.notes.delivered_fraction)
+}
+
+fn first_code(a: &Analysis) -> &'static str {
+    a.first_reason().map_or("", |r| r.code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo() -> Vec<Analysis> {
+        let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+        let locations = crate::load::locate(&[store], &[]).unwrap_or_default();
+        crate::load::analyze_all(&locations, &Default::default())
+    }
+
+    fn ids<'a>(list: &RolloutList, analyses: &'a [Analysis]) -> Vec<&'a str> {
+        list.rows
+            .iter()
+            .map(|&i| analyses[i].rollout_id())
+            .collect()
+    }
+
+    #[test]
+    fn filters_sort_and_keep_the_selection() {
+        let analyses = demo();
+        let mut list = RolloutList::new(5);
+        list.refresh(&analyses, false);
+        assert_eq!(list.rows.len(), analyses.len());
+        // Select the last rollout, then sort by verdict: the same rollout stays selected.
+        list.scroll.select(list.rows.len() - 1);
+        let chosen = list.selected_rollout();
+        list.sort = SortKey::Verdict;
+        list.refresh(&analyses, false);
+        assert_eq!(list.selected_rollout(), chosen);
+        let first = &analyses[list.rows[0]];
+        assert!(first.mask_sample, "masked first when sorting by verdict");
+        // Masked only, then a reason, then a text filter.
+        list.masked_only = true;
+        list.refresh(&analyses, false);
+        assert!(list.rows.iter().all(|&i| analyses[i].mask_sample));
+        let codes = reason_codes(&analyses);
+        list.cycle_reason(&codes);
+        list.refresh(&analyses, false);
+        let code = list.reason.expect("a reason filter");
+        assert!(
+            list.rows
+                .iter()
+                .all(|&i| analyses[i].reasons.iter().any(|r| r.code() == code))
+        );
+        list.filter = "no-such-rollout".into();
+        list.refresh(&analyses, false);
+        assert!(list.rows.is_empty());
+        assert_eq!(list.selected_rollout(), None);
+        // Cycling past the last reason shows every reason again.
+        for _ in 0..codes.len() {
+            list.cycle_reason(&codes);
+        }
+        assert_eq!(list.reason, None);
+    }
+
+    #[test]
+    fn sort_cycles_and_reverses() {
+        let analyses = demo();
+        let mut list = RolloutList::new(5);
+        list.refresh(&analyses, false);
+        let by_id = ids(&list, &analyses);
+        list.reverse = true;
+        list.refresh(&analyses, false);
+        let mut reversed = ids(&list, &analyses);
+        reversed.reverse();
+        assert_eq!(reversed, by_id);
+        for _ in 0..SORT_KEYS.len() {
+            list.sort_next();
+        }
+        assert_eq!(list.sort, SortKey::Id);
+    }
+}

@@ -1,0 +1,158 @@
+//! Following a store as it is written: pause with the changes held back, highlights of what
+//! just changed, and how long each call has been in flight.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::{App, Notice};
+use crate::live::StoreEvent;
+use crate::verdict::{Analysis, Lifecycle};
+
+/// How long a changed rollout stays highlighted.
+pub const HIGHLIGHT: Duration = Duration::from_secs(2);
+
+/// Live monitoring state (also the highlights of replay steps).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// A watcher feeds the app.
+    pub watching: bool,
+    /// The view is paused; changes wait in `pending`.
+    pub paused: bool,
+    /// Changes received while paused or replaying.
+    pub pending: Vec<StoreEvent>,
+    /// The initial scan is complete.
+    pub ready: bool,
+    /// Rollouts that changed recently (index into the analyses), for a brief highlight.
+    pub recent: HashMap<usize, Instant>,
+    /// When each in-flight call was first seen (rollout index, call id).
+    pub in_flight_since: HashMap<(usize, String), Instant>,
+}
+
+impl Live {
+    /// Following a watcher.
+    pub fn watching() -> Live {
+        Live {
+            watching: true,
+            ..Live::default()
+        }
+    }
+
+    /// Hold `events` back (paused, or replaying); `false` when they are to be applied now.
+    pub fn hold(&mut self, events: &mut Vec<StoreEvent>, replaying: bool) -> bool {
+        if replaying || self.paused {
+            self.pending.append(events);
+            return true;
+        }
+        false
+    }
+
+    /// Pause or resume; on resume, the changes held back.
+    pub fn toggle_pause(&mut self) -> Vec<StoreEvent> {
+        self.paused = !self.paused;
+        if self.paused {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.pending)
+        }
+    }
+
+    /// Rollout `index` changed to `analysis`: highlight it, and note when each call now in
+    /// flight was first seen (forgetting those that landed).
+    pub fn changed(&mut self, index: usize, analysis: &Analysis, now: Instant) {
+        self.recent.insert(index, now);
+        let open: Vec<&str> = if analysis.lifecycle == Lifecycle::Live {
+            analysis.capture.open_intents()
+        } else {
+            Vec::new()
+        };
+        self.in_flight_since
+            .retain(|(i, call), _| *i != index || open.contains(&call.as_str()));
+        for call in open {
+            self.in_flight_since
+                .entry((index, call.to_owned()))
+                .or_insert(now);
+        }
+    }
+
+    /// Let highlights older than [`HIGHLIGHT`] fade; whether any did.
+    pub fn expire(&mut self, now: Instant) -> bool {
+        let before = self.recent.len();
+        self.recent
+            .retain(|_, at| now.duration_since(*at) < HIGHLIGHT);
+        before != self.recent.len()
+    }
+}
+
+/// Changes from the watcher as the app takes them in.
+impl App {
+    /// Take in changes from the watcher (held back while paused or replaying).
+    pub(super) fn apply(&mut self, mut events: Vec<StoreEvent>) -> bool {
+        if events.is_empty() || self.live.hold(&mut events, self.replay.is_some()) {
+            return false;
+        }
+        let open = self.view.as_ref().map(|v| v.index);
+        let mut kept = None;
+        for event in events {
+            match event {
+                StoreEvent::Updated(analysis) => {
+                    let index = match self
+                        .analyses
+                        .iter()
+                        .position(|a| a.capture.location == analysis.capture.location)
+                    {
+                        Some(index) => {
+                            if Some(index) == open
+                                && kept.is_none()
+                                && let Some(view) = &self.view
+                            {
+                                kept = Some(view.keep(&self.analyses[index]));
+                            }
+                            self.analyses[index] = *analysis;
+                            index
+                        }
+                        None => {
+                            self.analyses.push(*analysis);
+                            self.analyses.len() - 1
+                        }
+                    };
+                    self.live.changed(index, &self.analyses[index], self.now);
+                }
+                StoreEvent::Error(error) => self.message = Some(Notice::Store(error)),
+                StoreEvent::Ready => self.live.ready = true,
+            }
+        }
+        self.after_change(kept);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_holds_changes_and_resume_releases_them() {
+        let mut live = Live::watching();
+        let mut events = vec![StoreEvent::Ready];
+        assert!(!live.hold(&mut events, false));
+        assert_eq!(events.len(), 1, "applied now");
+        assert!(live.toggle_pause().is_empty());
+        assert!(live.hold(&mut events, false));
+        assert!(events.is_empty());
+        let mut more = vec![StoreEvent::Error("x".into())];
+        assert!(live.hold(&mut more, true), "replay holds too");
+        let released = live.toggle_pause();
+        assert_eq!(released.len(), 2);
+        assert!(live.pending.is_empty());
+    }
+
+    #[test]
+    fn highlights_fade() {
+        let mut live = Live::default();
+        let start = Instant::now();
+        live.recent.insert(3, start);
+        assert!(!live.expire(start + HIGHLIGHT / 2));
+        assert!(live.expire(start + HIGHLIGHT * 2));
+        assert!(live.recent.is_empty());
+    }
+}

@@ -1,0 +1,119 @@
+//! What the app tells the user, as facts; the status bar words them (`ui::strings`).
+
+use std::path::PathBuf;
+
+use super::export::ExportError;
+use crate::verdict::Analysis;
+
+/// A one-line notice for the status bar.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Notice {
+    /// The selected call is on no chain.
+    NotOnAChain,
+    /// No further low-probability token.
+    NoLowProb,
+    /// The action needs a call selected in the tree.
+    SelectACall,
+    /// No divergence to show for the selected call.
+    NoDivergence,
+    /// The what-if was dropped.
+    WhatIfCleared,
+    /// Decoded text needs a tokenizer.
+    NoTokenizer,
+    /// A replay key outside replay.
+    ReplayOnly,
+    /// A live key while not watching.
+    LiveOnly,
+    /// Replay started.
+    ReplayOn,
+    /// Replay ended.
+    ReplayOff,
+    /// Enter on a graph line that is no model call.
+    NotACall,
+    /// A call id that is not in the open rollout's tree.
+    NoSuchCall(String),
+    /// An export was written.
+    Exported(PathBuf),
+    /// An export failed.
+    ExportFailed(ExportError),
+    /// What the store watcher or the rows reader reported (already worded by them).
+    Store(String),
+}
+
+/// One difference a what-if made to the open rollout.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WhatIfChange {
+    /// The verdict: masked before, masked after.
+    Verdict {
+        /// Masked as built.
+        before: bool,
+        /// Masked in the what-if.
+        after: bool,
+    },
+    /// The main chain changed: (calls, last call) before and after.
+    MainChain {
+        /// As built.
+        before: (usize, Option<String>),
+        /// In the what-if.
+        after: (usize, Option<String>),
+    },
+    /// The delivered fraction changed.
+    Delivered {
+        /// As built.
+        before: f64,
+        /// In the what-if.
+        after: f64,
+    },
+    /// A mask reason no longer applies.
+    ReasonGone(&'static str),
+    /// A new mask reason.
+    NewReason(&'static str),
+}
+
+/// The differences between a rollout as built and a what-if of it.
+pub fn what_if_changes(before: &Analysis, after: &Analysis) -> Vec<WhatIfChange> {
+    let mut changes = vec![WhatIfChange::Verdict {
+        before: before.mask_sample,
+        after: after.mask_sample,
+    }];
+    let main_calls = |a: &Analysis| -> (usize, Option<String>) {
+        let Some(build) = &a.build else {
+            return (0, None);
+        };
+        build.main_chain().map_or((0, None), |chain| {
+            let last = chain.links.last().map(|l| {
+                a.capture.records[build.record_of(l.node)]
+                    .model_call_id
+                    .clone()
+            });
+            (chain.links.len(), last)
+        })
+    };
+    let (b, a) = (main_calls(before), main_calls(after));
+    if b != a {
+        changes.push(WhatIfChange::MainChain {
+            before: b,
+            after: a,
+        });
+    }
+    let fraction = |x: &Analysis| x.build.as_ref().map_or(0.0, |b| b.notes.delivered_fraction);
+    if fraction(before) != fraction(after) {
+        changes.push(WhatIfChange::Delivered {
+            before: fraction(before),
+            after: fraction(after),
+        });
+    }
+    let codes = |x: &Analysis| x.reasons.iter().map(|r| r.code()).collect::<Vec<_>>();
+    let (codes_before, codes_after) = (codes(before), codes(after));
+    for code in &codes_before {
+        if !codes_after.contains(code) {
+            changes.push(WhatIfChange::ReasonGone(code));
+        }
+    }
+    for code in &codes_after {
+        if !codes_before.contains(code) {
+            changes.push(WhatIfChange::NewReason(code));
+        }
+    }
+    changes
+}

@@ -1,0 +1,302 @@
+//! Replaying the store call by call: the timeline, the clock when playing, and seeking.
+//! Every operation returns the rollouts whose state changed, for the app to rebuild.
+
+use std::time::Instant;
+
+use super::{App, Notice};
+use crate::live::replay::Replay;
+use crate::verdict::{Analysis, VerdictOptions};
+
+/// Replay state.
+#[derive(Debug)]
+pub struct ReplayState {
+    /// The timeline.
+    pub replay: Replay,
+    /// The analyses as they were before replay started.
+    pub original: Vec<Analysis>,
+    /// Playing at this speed (1, 10, 100), or paused.
+    pub playing: Option<f64>,
+    /// Speed used by the next play.
+    pub speed: f64,
+    /// Wall clock and store time when play started.
+    pub anchor: Option<(Instant, f64)>,
+}
+
+/// Where a jump goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JumpTarget {
+    /// A call number (1 is the first call).
+    Call(usize),
+    /// Seconds after the first call.
+    Offset(f64),
+    /// A model call id.
+    CallId(String),
+}
+
+impl JumpTarget {
+    /// Read what was typed: `N`, `+seconds` or a call id.
+    pub fn parse(text: &str) -> Option<JumpTarget> {
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        if let Some(offset) = text.strip_prefix('+') {
+            return offset.parse().ok().map(JumpTarget::Offset);
+        }
+        Some(match text.parse() {
+            Ok(position) => JumpTarget::Call(position),
+            Err(_) => JumpTarget::CallId(text.to_owned()),
+        })
+    }
+}
+
+impl ReplayState {
+    /// Replay `analyses`, starting at the present (step back from here).
+    pub fn start(analyses: Vec<Analysis>, options: VerdictOptions) -> ReplayState {
+        let captures = analyses.iter().map(|a| a.capture.clone()).collect();
+        let mut replay = Replay::new(captures, options);
+        let end = replay.len();
+        replay.seek(end);
+        ReplayState {
+            replay,
+            original: analyses,
+            playing: None,
+            speed: 10.0,
+            anchor: None,
+        }
+    }
+
+    /// Stop playing.
+    pub fn stop(&mut self) {
+        self.playing = None;
+        self.anchor = None;
+    }
+
+    /// Step `delta` calls (stops playing).
+    pub fn step(&mut self, delta: isize) -> Vec<usize> {
+        self.stop();
+        let position = (self.replay.position() as isize)
+            .saturating_add(delta)
+            .max(0) as usize;
+        self.replay.seek(position)
+    }
+
+    /// Seek to call `position`.
+    pub fn seek(&mut self, position: usize) -> Vec<usize> {
+        self.replay.seek(position)
+    }
+
+    /// Play at `speed` from here (from the start when at the end).
+    pub fn play(&mut self, speed: f64, now: Instant) -> Vec<usize> {
+        let changed = if self.replay.position() >= self.replay.len() {
+            self.replay.seek(0)
+        } else {
+            Vec::new()
+        };
+        let time = self.replay.time().or(self.replay.start()).unwrap_or(0.0);
+        self.speed = speed;
+        self.playing = Some(speed);
+        self.anchor = Some((now, time));
+        changed
+    }
+
+    /// Play or pause at the last speed.
+    pub fn toggle_play(&mut self, now: Instant) -> Vec<usize> {
+        if self.playing.is_some() {
+            self.stop();
+            Vec::new()
+        } else {
+            self.play(self.speed, now)
+        }
+    }
+
+    /// Jump; `None` when the target names no call.
+    pub fn jump(&mut self, target: &JumpTarget) -> Option<Vec<usize>> {
+        Some(match target {
+            JumpTarget::Offset(offset) => {
+                let start = self.replay.start().unwrap_or(0.0);
+                self.replay.seek_time(start + offset)
+            }
+            JumpTarget::Call(position) => self.replay.seek(*position),
+            JumpTarget::CallId(call) => {
+                let position = self.replay.position_of_call(call)?;
+                self.replay.seek(position)
+            }
+        })
+    }
+
+    /// The clock moved: the calls now due while playing (`None` when nothing is due), and
+    /// whether play just reached the end.
+    pub fn advance(&mut self, now: Instant) -> (Option<Vec<usize>>, bool) {
+        let (Some(speed), Some((wall, store))) = (self.playing, self.anchor) else {
+            return (None, false);
+        };
+        let target = store + now.duration_since(wall).as_secs_f64() * speed;
+        let next = self
+            .replay
+            .moments()
+            .get(self.replay.position())
+            .map(|m| m.time);
+        let changed = next
+            .is_some_and(|t| t <= target)
+            .then(|| self.replay.seek_time(target));
+        let ended = self.replay.position() >= self.replay.len();
+        if ended {
+            self.stop();
+        }
+        (changed, ended)
+    }
+}
+
+/// Replay as the app drives it: each step rebuilds the rollouts it changed.
+impl App {
+    pub(super) fn pause_or_play(&mut self) {
+        if let Some(replay) = &mut self.replay {
+            let rollouts = replay.toggle_play(self.now);
+            self.after_seek(&rollouts);
+            return;
+        }
+        if !self.live.watching {
+            self.message = Some(Notice::LiveOnly);
+            return;
+        }
+        let pending = self.live.toggle_pause();
+        self.apply(pending);
+    }
+
+    pub(super) fn toggle_replay(&mut self) {
+        if let Some(replay) = self.replay.take() {
+            self.analyses = replay.original;
+            self.view = None;
+            self.after_change(None);
+            // Catch up with what the watcher sent meanwhile.
+            let pending = std::mem::take(&mut self.live.pending);
+            self.apply(pending);
+            self.message = Some(Notice::ReplayOff);
+            return;
+        }
+        self.replay = Some(ReplayState::start(
+            self.analyses.clone(),
+            self.options.clone(),
+        ));
+        self.message = Some(Notice::ReplayOn);
+    }
+
+    /// Start replay at the first call (for `tokscope replay`).
+    pub fn start_replay(&mut self) {
+        self.toggle_replay();
+        if let Some(replay) = &mut self.replay {
+            let rollouts = replay.seek(1);
+            self.after_seek(&rollouts);
+        }
+    }
+
+    pub(super) fn replay_step(&mut self, delta: isize) {
+        let Some(replay) = &mut self.replay else {
+            self.message = Some(Notice::ReplayOnly);
+            return;
+        };
+        let rollouts = replay.step(delta);
+        self.after_seek(&rollouts);
+    }
+
+    pub(super) fn replay_play(&mut self, speed: f64) {
+        let Some(replay) = &mut self.replay else {
+            self.message = Some(Notice::ReplayOnly);
+            return;
+        };
+        let rollouts = replay.play(speed, self.now);
+        self.after_seek(&rollouts);
+    }
+
+    /// Jump in the replay to `target`.
+    pub(super) fn jump(&mut self, target: &JumpTarget) {
+        let Some(replay) = &mut self.replay else {
+            return;
+        };
+        match replay.jump(target) {
+            Some(rollouts) => self.after_seek(&rollouts),
+            None => {
+                if let JumpTarget::CallId(call) = target {
+                    self.message = Some(Notice::NoSuchCall(call.clone()));
+                }
+            }
+        }
+    }
+
+    /// Rebuild the rollouts a replay step changed.
+    pub(super) fn after_seek(&mut self, rollouts: &[usize]) {
+        let Some(replay) = &self.replay else { return };
+        if rollouts.is_empty() {
+            return;
+        }
+        let open = self.view.as_ref().map(|v| v.index);
+        let mut kept = None;
+        for &rollout in rollouts {
+            if Some(rollout) == open
+                && let Some(view) = &self.view
+            {
+                kept = Some(view.keep(&self.analyses[rollout]));
+            }
+            self.analyses[rollout] = replay.replay.analysis_at(rollout);
+            self.live.recent.insert(rollout, self.now);
+        }
+        self.after_change(kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo() -> Vec<Analysis> {
+        let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+        let locations = crate::load::locate(&[store], &[]).unwrap_or_default();
+        crate::load::analyze_all(&locations, &Default::default())
+    }
+
+    #[test]
+    fn jump_targets_parse() {
+        assert_eq!(JumpTarget::parse(" 5 "), Some(JumpTarget::Call(5)));
+        assert_eq!(JumpTarget::parse("+2.5"), Some(JumpTarget::Offset(2.5)));
+        assert_eq!(JumpTarget::parse("+x"), None);
+        assert_eq!(
+            JumpTarget::parse("demo-clean-c1"),
+            Some(JumpTarget::CallId("demo-clean-c1".into()))
+        );
+        assert_eq!(JumpTarget::parse(""), None);
+    }
+
+    #[test]
+    fn steps_play_and_jumps_move_the_timeline() {
+        let analyses = demo();
+        let mut replay = ReplayState::start(analyses, VerdictOptions::default());
+        let end = replay.replay.len();
+        assert!(end > 3);
+        assert_eq!(replay.replay.position(), end, "starts at the present");
+        assert!(!replay.step(-1).is_empty());
+        assert_eq!(replay.replay.position(), end - 1);
+        replay.step(isize::MIN);
+        assert_eq!(replay.replay.position(), 0);
+        assert!(replay.jump(&JumpTarget::Call(3)).is_some());
+        assert_eq!(replay.replay.position(), 3);
+        assert!(
+            replay
+                .jump(&JumpTarget::CallId("no-such-call".into()))
+                .is_none()
+        );
+        // Playing far ahead of the store clock reaches the end and stops.
+        let now = Instant::now();
+        replay.play(100.0, now);
+        assert_eq!(replay.playing, Some(100.0));
+        let (due, ended) = replay.advance(now + std::time::Duration::from_secs(100_000));
+        assert!(due.is_some() && ended);
+        assert_eq!(replay.playing, None);
+        assert_eq!(replay.replay.position(), end);
+        // Play from the end starts over.
+        replay.toggle_play(now);
+        assert_eq!(replay.replay.position(), 0);
+        replay.toggle_play(now);
+        assert_eq!(replay.playing, None);
+    }
+}

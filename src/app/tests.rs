@@ -1,0 +1,284 @@
+//! Transitions of the whole app, driven by messages only: no terminal, no drawing.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn viewport() -> Viewport {
+    Viewport {
+        width: 120,
+        height: 40,
+        list_rows: 6,
+        tree_rows: 8,
+        detail_rows: 10,
+        graph_rows: 7,
+        token_rows: 6,
+        tokens_per_row: 10,
+    }
+}
+
+fn demo_store() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store")
+}
+
+fn demo() -> App {
+    let store = demo_store();
+    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    App::new(vec![store], analyses, VerdictOptions::default(), viewport())
+}
+
+fn act(app: &mut App, action: Action) {
+    app.update(Message::Action(action));
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        app.update(Message::Text(TextKey::Char(c)));
+    }
+}
+
+fn open_id(app: &App) -> Option<&str> {
+    app.view
+        .as_ref()
+        .map(|v| app.analyses[v.index].rollout_id())
+}
+
+#[test]
+fn the_list_selection_opens_its_rollout() {
+    let mut app = demo();
+    assert_eq!(app.list.scroll.selected(), 0);
+    let first = open_id(&app).map(str::to_owned);
+    act(&mut app, Action::Down);
+    assert_ne!(open_id(&app).map(str::to_owned), first);
+    act(&mut app, Action::Bottom);
+    assert_eq!(app.list.scroll.selected(), app.list.rows.len() - 1);
+    act(&mut app, Action::PageUp);
+    assert_eq!(
+        app.list.scroll.selected(),
+        app.list.rows.len() - 1 - viewport().list_rows
+    );
+    act(&mut app, Action::Top);
+    assert_eq!(app.list.scroll.selected(), 0);
+}
+
+#[test]
+fn the_filter_prompt_edits_and_filters() {
+    let mut app = demo();
+    act(&mut app, Action::Filter);
+    assert_eq!(app.mode, Mode::Filter);
+    type_text(&mut app, "mismatch");
+    assert!(app.list.rows.iter().all(|&i| {
+        app.analyses[i].rollout_id().contains("mismatch")
+            || app.analyses[i]
+                .reasons
+                .iter()
+                .any(|r| r.to_string().contains("mismatch"))
+    }));
+    app.update(Message::Text(TextKey::ClearLine));
+    assert_eq!(app.list.filter, "");
+    type_text(&mut app, "zzz");
+    assert!(app.view.is_none(), "nothing matches, nothing open");
+    app.update(Message::Text(TextKey::Cancel));
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.list.filter, "", "Esc clears the filter");
+    assert!(app.view.is_some());
+}
+
+#[test]
+fn panes_cycle_and_detail_tabs_follow_focus() {
+    let mut app = demo();
+    let mut seen = Vec::new();
+    for _ in 0..PANES.len() {
+        act(&mut app, Action::NextPane);
+        seen.push(app.focus);
+    }
+    assert_eq!(seen.last(), Some(&Pane::List));
+    assert_eq!(
+        app.detail,
+        Pane::Graph,
+        "the last detail tab focused stays shown"
+    );
+    act(&mut app, Action::PrevPane);
+    assert_eq!(app.focus, Pane::Graph);
+}
+
+#[test]
+fn the_inspector_ends_at_the_bottom_and_scrolls_back_at_once() {
+    let mut app = demo();
+    app.focus = Pane::Inspector;
+    app.update(Message::InspectorMeasured(60));
+    act(&mut app, Action::Bottom);
+    let top = app.view.as_ref().map(|v| v.inspector.top());
+    assert_eq!(top, Some(60 - viewport().detail_rows));
+    act(&mut app, Action::Up);
+    assert_eq!(
+        app.view.as_ref().map(|v| v.inspector.top()),
+        top.map(|t| t - 1)
+    );
+    act(&mut app, Action::PageUp);
+    act(&mut app, Action::PageUp);
+    act(&mut app, Action::PageUp);
+    act(&mut app, Action::PageUp);
+    act(&mut app, Action::PageUp);
+    assert_eq!(app.view.as_ref().map(|v| v.inspector.top()), Some(0));
+}
+
+#[test]
+fn clicks_select_what_is_under_them() {
+    let mut app = demo();
+    app.update(Message::Click {
+        pane: Pane::List,
+        row: Some(2),
+    });
+    assert_eq!(app.list.scroll.selected(), 2);
+    assert_eq!(app.view.as_ref().map(|v| v.index), Some(app.list.rows[2]));
+    app.update(Message::Click {
+        pane: Pane::Tree,
+        row: Some(1),
+    });
+    assert_eq!(app.focus, Pane::Tree);
+    assert_eq!(app.view.as_ref().map(|v| v.tree.selected()), Some(1));
+    // Past the last item: nothing changes.
+    app.update(Message::Click {
+        pane: Pane::List,
+        row: Some(1000),
+    });
+    assert_eq!(app.list.scroll.selected(), 2);
+    app.update(Message::Scroll {
+        pane: Pane::List,
+        delta: 100,
+    });
+    assert!(app.list.scroll.top() > 0);
+}
+
+#[test]
+fn a_resize_keeps_selections_on_screen() {
+    let mut app = demo();
+    act(&mut app, Action::Bottom);
+    let mut small = viewport();
+    small.list_rows = 2;
+    app.update(Message::Resize(small));
+    let scroll = app.list.scroll;
+    assert!(scroll.visible().contains(&scroll.selected()));
+}
+
+#[test]
+fn export_prompt_writes_and_reports() {
+    let mut app = demo();
+    let dir = tempfile::tempdir().expect("temp dir");
+    act(&mut app, Action::ExportReport);
+    assert!(matches!(app.mode, Mode::Export { .. }));
+    app.update(Message::Text(TextKey::ClearLine));
+    type_text(&mut app, &dir.path().join("r.json").display().to_string());
+    app.update(Message::Text(TextKey::Submit));
+    assert!(
+        matches!(app.message, Some(Notice::Exported(_))),
+        "{:?}",
+        app.message
+    );
+    // Into the store: refused.
+    act(&mut app, Action::ExportReport);
+    app.update(Message::Text(TextKey::ClearLine));
+    type_text(&mut app, &demo_store().join("x.json").display().to_string());
+    app.update(Message::Text(TextKey::Submit));
+    assert_eq!(
+        app.message,
+        Some(Notice::ExportFailed(ExportError::InsideStore))
+    );
+}
+
+#[test]
+fn live_changes_wait_while_paused() {
+    let store = demo_store();
+    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let mut analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    let mut app = App::new_live(vec![store], VerdictOptions::default(), viewport());
+    assert!(app.view.is_none());
+    let last = analyses.pop().expect("a rollout");
+    app.update(Message::Store(
+        analyses
+            .into_iter()
+            .map(|a| StoreEvent::Updated(Box::new(a)))
+            .collect(),
+    ));
+    let count = app.analyses.len();
+    assert!(app.view.is_some(), "the first rollout opens as it arrives");
+    act(&mut app, Action::Pause);
+    assert!(app.live.paused);
+    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(last))]));
+    assert_eq!(app.analyses.len(), count, "held back");
+    assert_eq!(app.live.pending.len(), 1);
+    act(&mut app, Action::Pause);
+    assert_eq!(app.analyses.len(), count + 1);
+    let now = app.now;
+    assert!(!app.live.recent.is_empty());
+    assert!(app.update(Message::Tick(now + Duration::from_secs(10))));
+    assert!(app.live.recent.is_empty());
+}
+
+#[test]
+fn replay_steps_and_returns_to_the_present() {
+    let mut app = demo();
+    let present: Vec<usize> = app
+        .analyses
+        .iter()
+        .map(|a| a.capture.records.len())
+        .collect();
+    app.start_replay();
+    assert!(app.replay.is_some());
+    let records: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    assert_eq!(records, 1, "one call in");
+    act(&mut app, Action::StepForward);
+    let records: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    assert_eq!(records, 2);
+    act(&mut app, Action::Jump);
+    type_text(&mut app, "no-such-call");
+    app.update(Message::Text(TextKey::Submit));
+    assert_eq!(app.message, Some(Notice::NoSuchCall("no-such-call".into())));
+    act(&mut app, Action::Speed100);
+    app.update(Message::Tick(
+        Instant::now() + Duration::from_secs(1_000_000),
+    ));
+    assert_eq!(app.replay.as_ref().and_then(|r| r.playing), None, "ended");
+    act(&mut app, Action::ToggleReplay);
+    assert!(app.replay.is_none());
+    let now: Vec<usize> = app
+        .analyses
+        .iter()
+        .map(|a| a.capture.records.len())
+        .collect();
+    assert_eq!(now, present);
+    act(&mut app, Action::StepBack);
+    assert_eq!(app.message, Some(Notice::ReplayOnly));
+}
+
+#[test]
+fn the_tree_drives_the_tokens_and_the_what_if() {
+    let mut app = demo();
+    act(&mut app, Action::Filter);
+    type_text(&mut app, "demo-subagent");
+    app.update(Message::Text(TextKey::Submit));
+    act(&mut app, Action::Enter);
+    assert_eq!(app.focus, Pane::Tree);
+    act(&mut app, Action::Down);
+    let record = app.selected_record().expect("a record");
+    act(&mut app, Action::PinTerminal);
+    let view = app.view.as_ref().expect("open");
+    let what_if = view.what_if.as_ref().expect("a what-if");
+    assert_eq!(
+        what_if.options.terminal_call_id.as_deref(),
+        Some(
+            app.analyses[view.index].capture.records[record]
+                .model_call_id
+                .as_str()
+        )
+    );
+    act(&mut app, Action::ClearWhatIf);
+    assert_eq!(app.message, Some(Notice::WhatIfCleared));
+    act(&mut app, Action::Help);
+    assert!(app.show_help);
+    act(&mut app, Action::Dismiss);
+    assert!(!app.show_help);
+}
