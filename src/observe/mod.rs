@@ -7,6 +7,7 @@
 //! - [`graph`]: the graph pane's lines, the join gaps and the headless summary.
 
 pub mod graph;
+pub mod reader;
 pub mod record;
 pub mod rows;
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::record::{OBSERVATION_KEYS, Observations, RowSource};
+use super::reader::OBSERVATION_KEYS;
+use super::record::{Observations, RowSource};
 
 /// A row that could not be used, or a record inside it.
 #[derive(Clone, Debug, PartialEq)]

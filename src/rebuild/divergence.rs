@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::merge::BuildOutput;
+use super::output::BuildOutput;
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
 

@@ -3,12 +3,14 @@
 pub mod digest;
 pub mod divergence;
 pub mod merge;
+pub mod output;
 pub mod project;
 pub mod seq;
 
-pub use merge::{
+pub use merge::prefix_merging;
+pub use output::{
     BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainId, ChainLink, LinkNote,
-    RecordFate, prefix_merging,
+    RecordFate,
 };
 pub use project::{Origin, Provenance, RebuiltResponse, Segment, project_main_chain, provenance};
 pub use seq::TokenSeq;

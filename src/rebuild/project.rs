@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-use super::merge::{BuildOutput, Chain};
+use super::output::{BuildOutput, Chain};
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
 
@@ -245,7 +245,7 @@ fn extend_chain(
     running: &TokenSeq,
     chain: &Chain,
     step: usize,
-    link: &super::merge::ChainLink,
+    link: &super::output::ChainLink,
     build: &BuildOutput,
 ) -> (TokenSeq, TokenSeq) {
     let node = &build.nodes[link.node];
