@@ -45,7 +45,7 @@ fn graph_text(analysis: &Analysis) -> String {
         .expect("a row joined this rollout");
     lines(obs, analysis)
         .iter()
-        .map(|l| format!("{}{}\n", "  ".repeat(l.depth), l.text))
+        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
         .collect()
 }
 
@@ -266,7 +266,12 @@ fn graph_pane_walks_to_tokens_and_back() {
             l.call.is_some()
                 && view.graph[..]
                     .iter()
-                    .take_while(|x| !x.text.contains("subagent"))
+                    .take_while(|x| {
+                        !matches!(
+                            x.node,
+                            tokscope::observe::graph::GraphNode::Invocation { subagent: true, .. }
+                        )
+                    })
                     .count()
                     < view.graph.iter().position(|y| std::ptr::eq(y, l)).unwrap()
         })

@@ -43,7 +43,7 @@ fn graph_text(analysis: &Analysis) -> String {
     let obs = analysis.options.observations.as_ref().expect("a row");
     lines(obs, analysis)
         .iter()
-        .map(|l| format!("{}{}\n", "  ".repeat(l.depth), l.text))
+        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
         .collect()
 }
 

@@ -27,20 +27,6 @@ pub enum CallState {
     Captured,
 }
 
-impl CallState {
-    /// Short label.
-    pub fn label(self) -> &'static str {
-        match self {
-            CallState::NoTokenRecord => "no token record",
-            CallState::SetAside => "set aside",
-            CallState::Quarantined => "quarantined",
-            CallState::Main => "in main",
-            CallState::Branch => "in a branch",
-            CallState::Captured => "captured",
-        }
-    }
-}
-
 /// The state of model call `call` in an analysis.
 pub fn call_state(analysis: &Analysis, call: &str) -> CallState {
     let records = &analysis.capture.records;
@@ -65,43 +51,120 @@ pub fn call_state(analysis: &Analysis, call: &str) -> CallState {
     }
 }
 
+/// What a graph line stands for, as facts; the graph pane words it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphNode {
+    /// An agent invocation (a subagent when it has a parent).
+    Invocation {
+        /// `invocation_id`.
+        id: String,
+        /// It has a parent invocation.
+        subagent: bool,
+        /// Outcome.
+        status: String,
+        /// The tool call that spawned it.
+        spawned_by: Option<String>,
+        /// Why it stopped.
+        stop_reason: Option<String>,
+        /// On a parent cycle (not followed).
+        cycle: bool,
+    },
+    /// A model call an invocation or a verifier made.
+    ModelCall {
+        /// A verifier's judge call.
+        judge: bool,
+        /// Which call (`None`: the reference names nothing).
+        call: Option<ObservedCall>,
+        /// How it joins the token capture.
+        state: CallState,
+        /// Response status.
+        status: Option<String>,
+        /// Finish reason.
+        finish_reason: Option<String>,
+        /// Duration.
+        duration_ms: Option<f64>,
+        /// Prompt and completion tokens.
+        tokens: Option<(i64, i64)>,
+    },
+    /// A tool call.
+    Tool {
+        /// Tool name (else its id).
+        name: String,
+        /// Outcome.
+        status: String,
+        /// Duration.
+        duration_ms: Option<f64>,
+        /// Sandbox used.
+        sandbox: Option<String>,
+        /// On a parent-span cycle.
+        cycle: bool,
+    },
+    /// A context compaction.
+    Compaction {
+        /// Outcome.
+        outcome: String,
+        /// Where it happened among the model calls is not known.
+        position_unknown: bool,
+        /// Tokens before / after.
+        tokens: (Option<i64>, Option<i64>),
+        /// What triggered it.
+        trigger: Option<String>,
+        /// The calls that wrote the summary (`None`: a reference naming nothing).
+        by: Vec<Option<ObservedCall>>,
+        /// The first call after it, when known.
+        before: Option<Option<ObservedCall>>,
+        /// Its invocation, when the row holds no such invocation.
+        unobserved_invocation: Option<String>,
+    },
+    /// A compaction's summary.
+    Summary(String),
+    /// A verifier invocation.
+    Verifier {
+        /// `invocation_id`.
+        id: String,
+        /// Outcome.
+        status: String,
+        /// Grading record: (verifier, score, verdict).
+        grading: Option<(String, f64, String)>,
+    },
+    /// A grading operation of a verifier.
+    Grading {
+        /// Kind.
+        kind: String,
+        /// Outcome.
+        outcome: String,
+    },
+    /// A sandbox.
+    Sandbox {
+        /// `sandbox_id`.
+        id: Option<String>,
+        /// Role.
+        role: String,
+        /// Outcome.
+        outcome: String,
+        /// Wall time, peak memory, CPU time.
+        usage: (Option<f64>, Option<f64>, Option<f64>),
+    },
+    /// A record of a kind this reader does not know (kept).
+    Unknown {
+        /// Its `kind`.
+        kind: String,
+    },
+}
+
 /// One line of the graph pane.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GraphLine {
     /// Indentation.
     pub depth: usize,
-    /// What it says.
-    pub text: String,
+    /// What it stands for.
+    pub node: GraphNode,
     /// The token-store call it stands for, when it is a joined model call.
     pub call: Option<String>,
     /// Worth flagging (a cycle, a failure, a call without token record).
     pub problem: bool,
     /// The observation record behind the line, as written.
     pub raw: Option<Value>,
-}
-
-fn ms(value: Option<f64>) -> String {
-    value.map_or(String::new(), |v| format!(" {:.0}ms", v))
-}
-
-/// How a reference is named on a line: its model call id, else its response id.
-fn call_name(obs: &Observations, reference: &CallRef) -> String {
-    match obs.observed(reference) {
-        Some(call) => call.to_string(),
-        None => "unidentified call".into(),
-    }
-}
-
-/// Text on one line, cut to `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_whitespace() { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
 }
 
 struct Builder<'a> {
@@ -116,10 +179,10 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn push(&mut self, depth: usize, text: String, call: Option<String>, problem: bool) {
+    fn push(&mut self, depth: usize, node: GraphNode, call: Option<String>, problem: bool) {
         self.lines.push(GraphLine {
             depth,
-            text,
+            node,
             call,
             problem,
             raw: None,
@@ -133,7 +196,7 @@ impl Builder<'_> {
         }
     }
 
-    fn model_call(&mut self, depth: usize, reference: &CallRef, role: &str) {
+    fn model_call(&mut self, depth: usize, reference: &CallRef, judge: bool) {
         let resolved = self.obs.resolve(reference);
         let info = self.obs.model_calls.iter().find(|m| match &resolved {
             Some(_) => m.model_call_id == resolved,
@@ -143,33 +206,20 @@ impl Builder<'_> {
                     && m.model_ref == reference.model_ref
             }
         });
-        let name = resolved
-            .clone()
-            .or_else(|| {
-                reference
-                    .response_id
-                    .as_ref()
-                    .map(|r| format!("response {r}"))
-            })
-            .unwrap_or_else(|| "unidentified call".into());
         let state = resolved
             .as_deref()
             .map_or(CallState::NoTokenRecord, |c| call_state(self.analysis, c));
-        let mut text = format!("● {role}{name} [{}]", state.label());
-        if let Some(info) = info {
-            if let Some(status) = &info.status {
-                text.push_str(&format!(" {status}"));
-            }
-            if let Some(finish) = &info.finish_reason {
-                text.push_str(&format!(" finish={finish}"));
-            }
-            text.push_str(&ms(info.duration_ms));
-            if let (Some(p), Some(c)) = info.tokens {
-                text.push_str(&format!(" tokens {p}+{c}"));
-            }
-        }
+        let node = GraphNode::ModelCall {
+            judge,
+            call: self.obs.observed(reference),
+            state,
+            status: info.and_then(|i| i.status.clone()),
+            finish_reason: info.and_then(|i| i.finish_reason.clone()),
+            duration_ms: info.and_then(|i| i.duration_ms),
+            tokens: info.and_then(|i| i.tokens.0.zip(i.tokens.1)),
+        };
         let problem = state == CallState::NoTokenRecord;
-        self.push(depth, text, resolved, problem);
+        self.push(depth, node, resolved, problem);
         if let Some(info) = info {
             self.raw(&info.raw);
         }
@@ -181,51 +231,28 @@ impl Builder<'_> {
             return;
         }
         let compaction: &Compaction = &self.obs.compactions[index];
-        let count = |t: Option<i64>| t.map_or("?".to_owned(), |t| t.to_string());
-        let mut text = format!(
-            "⇣ compaction ({}{}) tokens {}→{}",
-            compaction.outcome,
-            if position_unknown {
-                ", position unknown"
-            } else {
-                ""
-            },
-            count(compaction.tokens.0),
-            count(compaction.tokens.1)
-        );
-        if let Some(trigger) = &compaction.trigger {
-            text.push_str(&format!(" trigger={trigger}"));
-        }
-        if !compaction.model_calls.is_empty() {
-            let calls: Vec<String> = compaction
-                .model_calls
-                .iter()
-                .map(|r| call_name(self.obs, r))
-                .collect();
-            text.push_str(&format!(" by {}", calls.join(", ")));
-        }
-        if let Some(after) = compaction.after.as_ref() {
-            text.push_str(&format!(" before {}", call_name(self.obs, after)));
-        }
         let invocation_known = compaction
             .invocation_id
             .as_ref()
             .is_some_and(|id| self.obs.invocations.iter().any(|i| &i.id == id));
-        if !invocation_known {
-            text.push_str(&format!(
-                " · in unobserved invocation {}",
-                compaction.invocation_id.as_deref().unwrap_or("?")
-            ));
-        }
-        self.push(depth, text, None, compaction.outcome == "failed");
+        let node = GraphNode::Compaction {
+            outcome: compaction.outcome.clone(),
+            position_unknown,
+            tokens: compaction.tokens,
+            trigger: compaction.trigger.clone(),
+            by: compaction
+                .model_calls
+                .iter()
+                .map(|r| self.obs.observed(r))
+                .collect(),
+            before: compaction.after.as_ref().map(|r| self.obs.observed(r)),
+            unobserved_invocation: (!invocation_known)
+                .then(|| compaction.invocation_id.clone().unwrap_or_default()),
+        };
+        self.push(depth, node, None, compaction.outcome == "failed");
         self.raw(&compaction.raw);
-        if let Some(summary) = compaction.summary.as_deref().filter(|s| !s.is_empty()) {
-            self.push(
-                depth + 1,
-                format!("“{}”", one_line(summary, 160)),
-                None,
-                false,
-            );
+        if let Some(summary) = compaction.summary.as_ref().filter(|s| !s.is_empty()) {
+            self.push(depth + 1, GraphNode::Summary(summary.clone()), None, false);
             self.raw(&compaction.raw);
         }
     }
@@ -235,20 +262,15 @@ impl Builder<'_> {
             .span_id
             .as_ref()
             .is_some_and(|s| self.tool_cycles.contains(s));
-        let mut text = format!(
-            "⚒ tool {} ({}{})",
-            tool.name.as_deref().unwrap_or(&tool.id),
-            tool.status,
-            ms(tool.duration_ms)
-        );
-        if let Some(sandbox) = &tool.sandbox_id {
-            text.push_str(&format!(" sandbox {sandbox}"));
-        }
-        if cycle {
-            text.push_str(" ⟲ parent cycle");
-        }
+        let node = GraphNode::Tool {
+            name: tool.name.clone().unwrap_or_else(|| tool.id.clone()),
+            status: tool.status.clone(),
+            duration_ms: tool.duration_ms,
+            sandbox: tool.sandbox_id.clone(),
+            cycle,
+        };
         let problem = cycle || !matches!(tool.status.as_str(), "completed" | "unknown");
-        self.push(depth, text, None, problem);
+        self.push(depth, node, None, problem);
         self.raw(&tool.raw);
     }
 
@@ -270,27 +292,16 @@ impl Builder<'_> {
                 continue;
             }
             let inv = &obs.invocations[index];
-            let mut text = format!(
-                "▸ {} {} ({})",
-                if inv.parent.is_some() {
-                    "subagent"
-                } else {
-                    "agent"
-                },
-                inv.id,
-                inv.status
-            );
-            if let Some(tool) = &inv.spawned_by_tool_call {
-                text.push_str(&format!(" spawned by tool call {tool}"));
-            }
-            if let Some(stop) = &inv.stop_reason {
-                text.push_str(&format!(" stop={stop}"));
-            }
             let cycle = cycles.contains(&inv.id);
-            if cycle {
-                text.push_str(" ⟲ parent cycle");
-            }
-            self.push(depth, text, None, cycle || inv.status == "failed");
+            let node = GraphNode::Invocation {
+                id: inv.id.clone(),
+                subagent: inv.parent.is_some(),
+                status: inv.status.clone(),
+                spawned_by: inv.spawned_by_tool_call.clone(),
+                stop_reason: inv.stop_reason.clone(),
+                cycle,
+            };
+            self.push(depth, node, None, cycle || inv.status == "failed");
             self.raw(&inv.raw);
             // Model calls in order, each followed by its tools and any compaction after it.
             let tools: Vec<&ToolCall> = obs
@@ -300,7 +311,7 @@ impl Builder<'_> {
                 .collect();
             let mut placed_tools = HashSet::new();
             for reference in &inv.model_calls {
-                self.model_call(depth + 1, reference, "");
+                self.model_call(depth + 1, reference, false);
                 let resolved = obs.resolve(reference);
                 for tool in tools
                     .iter()
@@ -393,49 +404,38 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
         builder.compaction(0, index, true);
     }
     for verifier in &obs.verifiers {
-        let mut text = format!("✓ verifier {} ({})", verifier.id, verifier.status);
-        if let Some((name, score, verdict)) = &verifier.grading {
-            text.push_str(&format!(" {name}: score {score} {verdict}"));
-        }
-        builder.push(0, text, None, verifier.status == "failed");
+        let node = GraphNode::Verifier {
+            id: verifier.id.clone(),
+            status: verifier.status.clone(),
+            grading: verifier.grading.clone(),
+        };
+        builder.push(0, node, None, verifier.status == "failed");
         builder.raw(&verifier.raw);
         for reference in &verifier.model_calls {
-            builder.model_call(1, reference, "judge ");
+            builder.model_call(1, reference, true);
         }
         for (kind, outcome) in &verifier.operations {
-            builder.push(
-                1,
-                format!("∑ grading {kind} ({outcome})"),
-                None,
-                outcome == "failed",
-            );
+            let node = GraphNode::Grading {
+                kind: kind.clone(),
+                outcome: outcome.clone(),
+            };
+            builder.push(1, node, None, outcome == "failed");
         }
     }
     for sandbox in &obs.sandboxes {
-        let (wall, memory, cpu) = sandbox.usage;
-        builder.push(
-            0,
-            format!(
-                "□ sandbox {} {} ({}){}{}{}",
-                sandbox.id.as_deref().unwrap_or("?"),
-                sandbox.role,
-                sandbox.outcome,
-                wall.map_or(String::new(), |w| format!(" wall {w:.1}s")),
-                memory.map_or(String::new(), |m| format!(" peak {m:.0}MiB")),
-                cpu.map_or(String::new(), |c| format!(" cpu {c:.1}s")),
-            ),
-            None,
-            !matches!(sandbox.outcome.as_str(), "completed" | "unknown"),
-        );
+        let node = GraphNode::Sandbox {
+            id: sandbox.id.clone(),
+            role: sandbox.role.clone(),
+            outcome: sandbox.outcome.clone(),
+            usage: sandbox.usage,
+        };
+        let problem = !matches!(sandbox.outcome.as_str(), "completed" | "unknown");
+        builder.push(0, node, None, problem);
         builder.raw(&sandbox.raw);
     }
     for (kind, raw) in &obs.unknown {
-        builder.push(
-            0,
-            format!("? record of unknown kind {kind:?} (kept)"),
-            None,
-            false,
-        );
+        let node = GraphNode::Unknown { kind: kind.clone() };
+        builder.push(0, node, None, false);
         builder.raw(raw);
     }
     builder.lines
