@@ -1,7 +1,9 @@
-//! Everything about a rollout that was not observed or could not be joined (SPEC §8).
+//! Everything about a rollout that was not observed or could not be joined (SPEC §8), as
+//! typed facts; the gaps pane words them.
 
-use crate::rebuild::{ChainId, RecordFate};
-use crate::store::IssueKind;
+use crate::observe::{ObservationGap, ObservedCall, RowSource};
+use crate::rebuild::{ChainId, LinkNote, RecordFate};
+use crate::store::{IssueKind, ReadIssue};
 use crate::verdict::{Analysis, Lifecycle};
 
 /// What kind of gap.
@@ -31,15 +33,118 @@ pub enum GapKind {
     Join,
 }
 
+/// What a gap is about.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GapFact {
+    /// A refused, corrupt or otherwise unreadable line or file.
+    ReadIssue(ReadIssue),
+    /// An intent without a record while the rollout is live.
+    InFlight,
+    /// An intent without a record in a frozen rollout.
+    Dangling,
+    /// The state flags the capture incomplete.
+    IncompleteFlag,
+    /// A line of the incomplete sentinel.
+    SentinelLine,
+    /// A recorded parent link not used as recorded.
+    ParentLink {
+        /// Why.
+        note: LinkNote,
+        /// The parent the record named.
+        claimed: Option<String>,
+    },
+    /// The same call id with different tokens.
+    ConflictingDuplicate,
+    /// A delta record whose full prompt cannot be rebuilt.
+    DeltaBroken,
+    /// A retry sibling whose kept generation is unknown.
+    UnresolvedRetry,
+    /// A call that generated nothing.
+    EmptyGeneration,
+    /// A chain that is not delivered.
+    DroppedChain {
+        /// Which chain.
+        chain: ChainId,
+        /// Its calls.
+        calls: usize,
+        /// The build's delivered fraction.
+        delivered_fraction: f64,
+    },
+    /// An `ObservationGap` the harness recorded.
+    Observation(ObservationGap),
+    /// An observation record that could not be read.
+    UnreadableRecord(String),
+    /// An earlier row for the rollout, replaced by the one shown.
+    ReplacedRow(RowSource),
+    /// Rows were given, none names this rollout.
+    NoRow,
+    /// An observed model call with no token record.
+    NoTokenRecord,
+    /// An observed reference no model call of the row resolves.
+    UnresolvedReference(ObservedCall),
+    /// A token record no invocation owns.
+    UnownedRecord,
+    /// An invocation on a parent cycle.
+    InvocationCycle(String),
+    /// A tool span on a parent-span cycle.
+    ToolSpanCycle(String),
+}
+
+impl GapFact {
+    /// The kind of gap this fact is.
+    pub fn kind(&self) -> GapKind {
+        match self {
+            GapFact::ReadIssue(_) => GapKind::ReadIssue,
+            GapFact::InFlight => GapKind::InFlight,
+            GapFact::Dangling => GapKind::Dangling,
+            GapFact::IncompleteFlag => GapKind::IncompleteFlag,
+            GapFact::SentinelLine => GapKind::SentinelLine,
+            GapFact::ParentLink { .. } | GapFact::ConflictingDuplicate | GapFact::DeltaBroken => {
+                GapKind::ParentLink
+            }
+            GapFact::UnresolvedRetry => GapKind::UnresolvedRetry,
+            GapFact::EmptyGeneration => GapKind::EmptyGeneration,
+            GapFact::DroppedChain { .. } => GapKind::DroppedChain,
+            GapFact::Observation(_) | GapFact::UnreadableRecord(_) | GapFact::ReplacedRow(_) => {
+                GapKind::Observation
+            }
+            GapFact::NoRow
+            | GapFact::NoTokenRecord
+            | GapFact::UnresolvedReference(_)
+            | GapFact::UnownedRecord
+            | GapFact::InvocationCycle(_)
+            | GapFact::ToolSpanCycle(_) => GapKind::Join,
+        }
+    }
+}
+
 /// One gap.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gap {
-    /// Kind.
-    pub kind: GapKind,
     /// The call it concerns, if any.
     pub call: Option<String>,
-    /// What happened.
-    pub detail: String,
+    /// What it is about.
+    pub fact: GapFact,
+}
+
+impl Gap {
+    /// A gap about `call`.
+    pub fn about(call: impl Into<String>, fact: GapFact) -> Gap {
+        Gap {
+            call: Some(call.into()),
+            fact,
+        }
+    }
+
+    /// A gap about no call in particular.
+    pub fn general(fact: GapFact) -> Gap {
+        Gap { call: None, fact }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> GapKind {
+        self.fact.kind()
+    }
 }
 
 /// Capture gaps of an analyzed rollout, most serious first.
@@ -48,43 +153,23 @@ pub fn capture_gaps(analysis: &Analysis) -> Vec<Gap> {
     let capture = &analysis.capture;
     let records = &capture.records;
     for issue in &capture.issues {
-        if issue.kind == IssueKind::Unterminated {
-            continue;
+        if issue.kind != IssueKind::Unterminated {
+            gaps.push(Gap::general(GapFact::ReadIssue(issue.clone())));
         }
-        gaps.push(Gap {
-            kind: GapKind::ReadIssue,
-            call: None,
-            detail: issue.to_string(),
-        });
     }
-    let (kind, detail) = if analysis.lifecycle == Lifecycle::Live {
-        (GapKind::InFlight, "in flight: intent without a record yet")
+    let open = if analysis.lifecycle == Lifecycle::Live {
+        GapFact::InFlight
     } else {
-        (
-            GapKind::Dangling,
-            "dangling intent: dispatched, never recorded",
-        )
+        GapFact::Dangling
     };
     for call in capture.open_intents() {
-        gaps.push(Gap {
-            kind,
-            call: Some(call.to_owned()),
-            detail: detail.into(),
-        });
+        gaps.push(Gap::about(call, open.clone()));
     }
     if capture.state.incomplete {
-        gaps.push(Gap {
-            kind: GapKind::IncompleteFlag,
-            call: None,
-            detail: "state flagged incomplete: some call failed to capture".into(),
-        });
+        gaps.push(Gap::general(GapFact::IncompleteFlag));
     }
     for line in capture.sentinel.iter().flatten() {
-        gaps.push(Gap {
-            kind: GapKind::SentinelLine,
-            call: Some(line.clone()),
-            detail: "listed in the incomplete sentinel".into(),
-        });
+        gaps.push(Gap::about(line.clone(), GapFact::SentinelLine));
     }
     let Some(build) = &analysis.build else {
         return gaps;
@@ -92,59 +177,42 @@ pub fn capture_gaps(analysis: &Analysis) -> Vec<Gap> {
     for node in &build.nodes {
         if let Some(note) = node.note {
             let record = &records[node.record];
-            let claimed = record.parent_call_id.as_deref().unwrap_or("-");
-            gaps.push(Gap {
-                kind: GapKind::ParentLink,
-                call: Some(record.model_call_id.clone()),
-                detail: format!("{note} (claimed parent {claimed})"),
-            });
+            let claimed = record.parent_call_id.clone();
+            gaps.push(Gap::about(
+                record.model_call_id.clone(),
+                GapFact::ParentLink { note, claimed },
+            ));
         }
     }
     for (index, fate) in build.fates.iter().enumerate() {
-        let call = records[index].model_call_id.clone();
+        let call = &records[index].model_call_id;
         match fate {
-            RecordFate::Conflict(_) => gaps.push(Gap {
-                kind: GapKind::ParentLink,
-                call: Some(call),
-                detail: "duplicate_call_id_conflict: same id, different tokens".into(),
-            }),
-            RecordFate::DeltaBroken => gaps.push(Gap {
-                kind: GapKind::ParentLink,
-                call: Some(call),
-                detail:
-                    "delta_chain_unreconstructable: parent chain missing, cyclic or digest mismatch"
-                        .into(),
-            }),
+            RecordFate::Conflict(_) => {
+                gaps.push(Gap::about(call.clone(), GapFact::ConflictingDuplicate))
+            }
+            RecordFate::DeltaBroken => gaps.push(Gap::about(call.clone(), GapFact::DeltaBroken)),
             _ => {}
         }
     }
     for call in &build.notes.unresolved_retries {
-        gaps.push(Gap {
-            kind: GapKind::UnresolvedRetry,
-            call: Some(call.clone()),
-            detail: "retry sibling: nobody knows which generation the client kept".into(),
-        });
+        gaps.push(Gap::about(call.clone(), GapFact::UnresolvedRetry));
     }
     for call in &build.notes.empty_generation_calls {
-        gaps.push(Gap {
-            kind: GapKind::EmptyGeneration,
-            call: Some(call.clone()),
-            detail: "empty generation: no training signal, left out".into(),
-        });
+        gaps.push(Gap::about(call.clone(), GapFact::EmptyGeneration));
     }
     if build.chains.len() > 1 || build.notes.delivered_fraction < 1.0 {
         for chain in build.chains.iter().filter(|c| c.chain_id != ChainId::Main) {
-            let leaf = &records[build.record_of(chain.links.last().unwrap().node)];
-            gaps.push(Gap {
-                kind: GapKind::DroppedChain,
-                call: Some(leaf.model_call_id.clone()),
-                detail: format!(
-                    "{} not delivered ({} calls); delivered fraction {:.1}%",
-                    chain.chain_id,
-                    chain.links.len(),
-                    build.notes.delivered_fraction * 100.0
-                ),
-            });
+            let Some(leaf) = chain.links.last() else {
+                continue;
+            };
+            gaps.push(Gap::about(
+                records[build.record_of(leaf.node)].model_call_id.clone(),
+                GapFact::DroppedChain {
+                    chain: chain.chain_id,
+                    calls: chain.links.len(),
+                    delivered_fraction: build.notes.delivered_fraction,
+                },
+            ));
         }
     }
     gaps

@@ -52,8 +52,14 @@ fn graph_text(analysis: &Analysis) -> String {
 fn gap_texts(analysis: &Analysis) -> Vec<String> {
     tokscope::observe::graph::rollout_gaps(analysis)
         .iter()
-        .filter(|g| matches!(g.kind, GapKind::Observation | GapKind::Join))
-        .map(|g| format!("{} {}", g.call.clone().unwrap_or_default(), g.detail))
+        .filter(|g| matches!(g.kind(), GapKind::Observation | GapKind::Join))
+        .map(|g| {
+            format!(
+                "{} {}",
+                g.call.clone().unwrap_or_default(),
+                tokscope::ui::gaps::describe(&g.fact)
+            )
+        })
         .collect()
 }
 

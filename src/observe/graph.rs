@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::{CallRef, Compaction, Observations, ObservedCall, ToolCall};
-use crate::gaps::{Gap, GapKind};
+use crate::gaps::{Gap, GapFact, GapKind};
 use crate::rebuild::RecordFate;
 use crate::verdict::Analysis;
 
@@ -452,47 +452,24 @@ pub fn rollout_gaps(analysis: &Analysis) -> Vec<Gap> {
 
 /// Observation gaps and join gaps of a rollout.
 pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
-    let mut gaps = Vec::new();
     if obs.missing_row {
-        gaps.push(Gap {
-            kind: GapKind::Join,
-            call: None,
-            detail: "no rollout row names this rollout".into(),
-        });
-        return gaps;
+        return vec![Gap::general(GapFact::NoRow)];
     }
-    let mut push =
-        |kind, call: Option<String>, detail: String| gaps.push(Gap { kind, call, detail });
-    for gap in &obs.gaps {
-        let mut detail = gap.code.clone();
-        if let Some(d) = &gap.detail {
-            detail.push_str(&format!(": {d}"));
-        }
-        for (label, value) in [
-            ("invocation", &gap.invocation_id),
-            ("span", &gap.span_id),
-            ("agent", &gap.agent_instance),
-        ] {
-            if let Some(value) = value {
-                detail.push_str(&format!(" [{label} {value}]"));
-            }
-        }
-        push(GapKind::Observation, None, detail);
-    }
-    for problem in &obs.problems {
-        push(
-            GapKind::Observation,
-            None,
-            format!("unreadable record: {problem}"),
-        );
-    }
-    for earlier in &obs.replaced {
-        push(
-            GapKind::Observation,
-            None,
-            format!("an earlier row for this rollout at {earlier} was replaced by this one"),
-        );
-    }
+    let mut gaps: Vec<Gap> = obs
+        .gaps
+        .iter()
+        .map(|gap| Gap::general(GapFact::Observation(gap.clone())))
+        .collect();
+    gaps.extend(
+        obs.problems
+            .iter()
+            .map(|problem| Gap::general(GapFact::UnreadableRecord(problem.clone()))),
+    );
+    gaps.extend(
+        obs.replaced
+            .iter()
+            .map(|earlier| Gap::general(GapFact::ReplacedRow(earlier.clone()))),
+    );
     let referenced = obs.referenced_calls();
     let recorded: HashSet<&str> = analysis
         .capture
@@ -503,42 +480,25 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
     for call in obs.observed_calls() {
         match call {
             ObservedCall::Id(id) if recorded.contains(id.as_str()) => {}
-            ObservedCall::Id(id) => push(
-                GapKind::Join,
-                Some(id),
-                "observed model call with no token record".into(),
-            ),
-            response @ ObservedCall::Response { .. } => push(
-                GapKind::Join,
-                None,
-                format!(
-                    "observed model call ({response}) that no model call of the row resolves, so no token record joins it"
-                ),
-            ),
+            ObservedCall::Id(id) => gaps.push(Gap::about(id, GapFact::NoTokenRecord)),
+            response @ ObservedCall::Response { .. } => {
+                gaps.push(Gap::general(GapFact::UnresolvedReference(response)))
+            }
         }
     }
     for record in analysis.capture.records.iter() {
         if !referenced.contains(&record.model_call_id) {
-            push(
-                GapKind::Join,
-                Some(record.model_call_id.clone()),
-                "token record that no invocation owns".into(),
-            );
+            gaps.push(Gap::about(
+                record.model_call_id.clone(),
+                GapFact::UnownedRecord,
+            ));
         }
     }
     for id in obs.invocation_cycles() {
-        push(
-            GapKind::Join,
-            None,
-            format!("invocation {id} is on a parent cycle"),
-        );
+        gaps.push(Gap::general(GapFact::InvocationCycle(id)));
     }
     for span in obs.tool_cycles() {
-        push(
-            GapKind::Join,
-            None,
-            format!("tool span {span} is on a parent-span cycle"),
-        );
+        gaps.push(Gap::general(GapFact::ToolSpanCycle(span)));
     }
     gaps
 }
@@ -574,6 +534,6 @@ pub fn summary(obs: &Observations, analysis: &Analysis) -> Value {
         "verifier_invocations": obs.verifiers.len(),
         "sandboxes": obs.sandboxes.len(),
         "gaps": codes,
-        "join_gaps": gaps(obs, analysis).iter().filter(|g| g.kind == GapKind::Join).count(),
+        "join_gaps": gaps(obs, analysis).iter().filter(|g| g.kind() == GapKind::Join).count(),
     })
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 use super::layout::inner_width;
 use super::{Theme, clip, pane_block, short_call, strings};
 use crate::app::{App, Pane};
-use crate::gaps::GapKind;
+use crate::gaps::{GapFact, GapKind};
 use crate::text::sanitize;
 
 fn label(kind: GapKind) -> &'static str {
@@ -62,7 +62,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 .as_deref()
                 .map(|c| short_call(c, &rid).into_owned())
                 .unwrap_or_default();
-            let age = match (gap.kind, &gap.call) {
+            let age = match (gap.kind(), &gap.call) {
                 (GapKind::InFlight, Some(call)) => app
                     .live
                     .in_flight_since
@@ -79,8 +79,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             let text = clip(
                 &format!(
                     "{:<11} {call} {}{age}",
-                    label(gap.kind),
-                    sanitize(&gap.detail)
+                    label(gap.kind()),
+                    sanitize(&describe(&gap.fact))
                 ),
                 width,
             );
@@ -93,4 +93,66 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// What a gap says.
+pub fn describe(fact: &GapFact) -> String {
+    match fact {
+        GapFact::ReadIssue(issue) => issue.to_string(),
+        GapFact::InFlight => "in flight: intent without a record yet".into(),
+        GapFact::Dangling => "dangling intent: dispatched, never recorded".into(),
+        GapFact::IncompleteFlag => "state flagged incomplete: some call failed to capture".into(),
+        GapFact::SentinelLine => "listed in the incomplete sentinel".into(),
+        GapFact::ParentLink { note, claimed } => format!(
+            "{note} (claimed parent {})",
+            claimed.as_deref().unwrap_or("-")
+        ),
+        GapFact::ConflictingDuplicate => {
+            "duplicate_call_id_conflict: same id, different tokens".into()
+        }
+        GapFact::DeltaBroken => {
+            "delta_chain_unreconstructable: parent chain missing, cyclic or digest mismatch".into()
+        }
+        GapFact::UnresolvedRetry => {
+            "retry sibling: nobody knows which generation the client kept".into()
+        }
+        GapFact::EmptyGeneration => "empty generation: no training signal, left out".into(),
+        GapFact::DroppedChain {
+            chain,
+            calls,
+            delivered_fraction,
+        } => format!(
+            "{chain} not delivered ({calls} calls); delivered fraction {:.1}%",
+            delivered_fraction * 100.0
+        ),
+        GapFact::Observation(gap) => {
+            let mut text = gap.code.clone();
+            if let Some(detail) = &gap.detail {
+                text.push_str(&format!(": {detail}"));
+            }
+            for (label, value) in [
+                ("invocation", &gap.invocation_id),
+                ("span", &gap.span_id),
+                ("agent", &gap.agent_instance),
+            ] {
+                if let Some(value) = value {
+                    text.push_str(&format!(" [{label} {value}]"));
+                }
+            }
+            text
+        }
+        GapFact::UnreadableRecord(problem) => format!("unreadable record: {problem}"),
+        GapFact::ReplacedRow(earlier) => {
+            format!("an earlier row for this rollout at {earlier} was replaced by this one")
+        }
+        GapFact::NoRow => "no rollout row names this rollout".into(),
+        GapFact::NoTokenRecord => "observed model call with no token record".into(),
+        GapFact::UnresolvedReference(call) => format!(
+            "observed model call ({call}) that no model call of the row resolves, so no \
+             token record joins it"
+        ),
+        GapFact::UnownedRecord => "token record that no invocation owns".into(),
+        GapFact::InvocationCycle(id) => format!("invocation {id} is on a parent cycle"),
+        GapFact::ToolSpanCycle(span) => format!("tool span {span} is on a parent-span cycle"),
+    }
 }
