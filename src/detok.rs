@@ -39,9 +39,16 @@ impl Detokenizer {
         })
     }
 
+    /// The cache of decoded pieces (still usable after a panic elsewhere poisoned it).
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<u32, String>> {
+        self.pieces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
     pub fn piece(&self, id: u32) -> String {
-        if let Some(piece) = self.pieces.lock().unwrap().get(&id) {
+        if let Some(piece) = self.cache().get(&id) {
             return piece.clone();
         }
         let piece = match self.tokenizer.id_to_token(id) {
@@ -51,7 +58,7 @@ impl Detokenizer {
                 .decode(&[id], false)
                 .unwrap_or_else(|_| format!("⟨{id}⟩")),
         };
-        self.pieces.lock().unwrap().insert(id, piece.clone());
+        self.cache().insert(id, piece.clone());
         piece
     }
 

@@ -4,6 +4,9 @@
 //! Layers: [`store`] reads files (never writes), [`rebuild`] rebuilds chains, [`verdict`] judges
 //! a rollout like the reference consumer, [`load`] does it for whole stores.
 
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
 pub mod app;
 pub mod detok;
 pub mod gaps;

@@ -99,7 +99,9 @@ pub fn analyze_in_order<T: Send>(
                     };
                     let options = options_for(options, rows, location);
                     let value = finish(analyze(read_capture(location), &options));
-                    let mut emitter = emitter.lock().unwrap();
+                    let mut emitter = emitter
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     emitter.waiting.insert(index, value);
                     loop {
                         let position = emitter.next;

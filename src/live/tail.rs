@@ -75,7 +75,7 @@ impl FileTail {
         }
         if same_file && self.append_only && len > known {
             file.seek(SeekFrom::Start(known))?;
-            let data = self.data.as_mut().unwrap();
+            let data = self.data.get_or_insert_with(Vec::new);
             let read = file.take(len - known).read_to_end(data)? as u64;
             self.bytes_read += read;
             self.modified = modified;

@@ -29,13 +29,20 @@ pub struct DigestMemo {
 type MemoEntry = (Arc<[u32]>, Arc<[u32]>, String);
 
 impl DigestMemo {
+    /// The entries (still usable after a panic elsewhere poisoned the lock).
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), MemoEntry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The digest of `record`'s cumulative sequence `cumulative`.
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
         let key = (
             Arc::as_ptr(&record.prompt_token_ids) as *const u32 as usize,
             Arc::as_ptr(&record.generation_token_ids) as *const u32 as usize,
         );
-        if let Some((_, _, digest)) = self.entries.lock().unwrap().get(&key) {
+        if let Some((_, _, digest)) = self.entries().get(&key) {
             return digest.clone();
         }
         let digest = digest_prefix(cumulative, cumulative.len());
@@ -44,18 +51,18 @@ impl DigestMemo {
             record.generation_token_ids.clone(),
             digest.clone(),
         );
-        self.entries.lock().unwrap().insert(key, entry);
+        self.entries().insert(key, entry);
         digest
     }
 
     /// Forget everything (the records file was truncated or replaced).
     pub fn clear(&self) {
-        self.entries.lock().unwrap().clear();
+        self.entries().clear();
     }
 
     /// Number of digests remembered.
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap().len()
+        self.entries().len()
     }
 
     /// Whether nothing is remembered.
@@ -164,7 +171,13 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
     };
 
     // Step 4: order by (prompt length, call id).
-    let prompt_len = |index: usize| materialized[index].as_ref().unwrap().prompt.len();
+    let prompt_len = |index: usize| {
+        materialized[index]
+            .as_ref()
+            .expect("survivors are materialized")
+            .prompt
+            .len()
+    };
     survivors.sort_by(|&a, &b| {
         prompt_len(a)
             .cmp(&prompt_len(b))
@@ -190,7 +203,9 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
     };
     for &index in &survivors {
         let record = &records[index];
-        let seqs = materialized[index].as_ref().unwrap();
+        let seqs = materialized[index]
+            .as_ref()
+            .expect("survivors are materialized");
         let node_index = out.nodes.len();
         let (parent, note) = resolve_parent(
             record,
@@ -297,7 +312,9 @@ fn materialize(
         walking[start] = true;
         let mut base: Option<TokenSeq>;
         loop {
-            let top = *stack.last().unwrap();
+            let Some(&top) = stack.last() else {
+                unreachable!("the walk stack holds its start until it is done")
+            };
             let record = &records[top];
             if !record.prompt_is_delta {
                 stack.pop();
@@ -315,7 +332,7 @@ fn materialize(
                 .and_then(|id| first_by_id.get(id).copied());
             match parent {
                 Some(p) if cumulative[p].is_some() => {
-                    base = cumulative[p].clone().unwrap();
+                    base = cumulative[p].clone().flatten();
                     break;
                 }
                 Some(p) if !walking[p] => {
@@ -360,7 +377,9 @@ fn materialize(
             digest_verified = true;
         }
         out[index] = Some(Materialized {
-            prompt: prompts[index].clone().unwrap(),
+            prompt: prompts[index]
+                .clone()
+                .expect("a materialized record has its prompt"),
             cumulative: cum.clone(),
             digest_verified,
         });
@@ -522,7 +541,8 @@ fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
                         .iter()
                         .map(|&n| records[out.nodes[n].record].model_call_id.clone()),
                 );
-                let smallest = retry_group
+                // Groups have two members or more (checked above).
+                retry_group
                     .iter()
                     .copied()
                     .min_by(|&a, &b| {
@@ -530,8 +550,8 @@ fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
                             .model_call_id
                             .cmp(&records[out.nodes[b].record].model_call_id)
                     })
-                    .unwrap();
-                vec![smallest]
+                    .into_iter()
+                    .collect()
             } else {
                 extended
             };
@@ -642,7 +662,7 @@ fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut B
             .filter(|(_, c)| c.links.iter().any(|l| call_of(l) == terminal));
         containing
             .min_by(|(_, a), (_, b)| {
-                let ends = |c: &Chain| call_of(c.links.last().unwrap()) != terminal;
+                let ends = |c: &Chain| c.links.last().is_none_or(|l| call_of(l) != terminal);
                 ends(a).cmp(&ends(b)).then_with(|| by_default(a, b))
             })
             .map(|(i, _)| i)
@@ -652,8 +672,7 @@ fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut B
             .iter()
             .enumerate()
             .min_by(|(_, a), (_, b)| by_default(a, b))
-            .map(|(i, _)| i)
-            .unwrap()
+            .map_or(0, |(i, _)| i) // chains is not empty (checked above)
     });
     let mut branch = 0;
     for (i, chain) in out.chains.iter_mut().enumerate() {

@@ -145,12 +145,12 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
             (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
                 let da = a.iter().take_while(|c| c.is_ascii_digit()).count();
                 let db = b.iter().take_while(|c| c.is_ascii_digit()).count();
-                let na = std::str::from_utf8(&a[..da])
-                    .unwrap()
-                    .trim_start_matches('0');
-                let nb = std::str::from_utf8(&b[..db])
-                    .unwrap()
-                    .trim_start_matches('0');
+                // ASCII digits: the bytes compare as the numbers' text does.
+                let trim = |digits: &'_ [u8]| -> usize {
+                    digits.iter().take_while(|d| **d == b'0').count()
+                };
+                let na = &a[trim(&a[..da])..da];
+                let nb = &b[trim(&b[..db])..db];
                 let ord = na.len().cmp(&nb.len()).then(na.cmp(nb));
                 if ord != std::cmp::Ordering::Equal {
                     return ord;

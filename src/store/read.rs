@@ -339,7 +339,7 @@ fn is_py_space(byte: u8) -> bool {
 fn strip(bytes: &[u8]) -> &[u8] {
     let start = bytes.iter().position(|b| !is_py_space(*b));
     let Some(start) = start else { return &[] };
-    let end = bytes.iter().rposition(|b| !is_py_space(*b)).unwrap() + 1;
+    let end = bytes.iter().rposition(|b| !is_py_space(*b)).map_or(start, |e| e + 1);
     &bytes[start..end]
 }
 
@@ -617,7 +617,7 @@ impl LineIndex {
     fn new(data: &[u8]) -> Self {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', data).map(|i| i + 1));
-        if starts.len() > 1 && *starts.last().unwrap() == data.len() {
+        if starts.len() > 1 && starts.last() == Some(&data.len()) {
             starts.pop();
         }
         LineIndex { starts }
@@ -632,7 +632,7 @@ impl LineIndex {
     }
 
     fn last_start(&self) -> usize {
-        *self.starts.last().unwrap()
+        self.starts.last().copied().unwrap_or(0)
     }
 }
 

@@ -91,7 +91,9 @@ fn divergence_lines(
     out: &mut Vec<Line<'static>>,
 ) {
     let records = &analysis.capture.records;
-    let build = analysis.build.as_ref().unwrap();
+    let Some(build) = analysis.build.as_ref() else {
+        return;
+    };
     let rid = analysis.rollout_id();
     let call = &records[build.record_of(d.node)].model_call_id;
     let against = match d.reference {

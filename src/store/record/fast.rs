@@ -176,7 +176,8 @@ fn scan_token_array(bytes: &[u8], out: &mut Vec<u32>) -> Option<usize> {
         // Up to 7 digits at once; longer numbers and the end of the line take the byte loop.
         let word = bytes
             .get(i..i + 8)
-            .map(|chunk| u64::from_le_bytes(chunk.try_into().unwrap()));
+            .and_then(|chunk| chunk.try_into().ok())
+            .map(u64::from_le_bytes);
         match word.map(|w| (w, leading_digits(w))) {
             Some((word, digits)) if digits < 8 => {
                 value = swar_digits(word, digits);
