@@ -54,7 +54,7 @@ fn call_refs(v: &Value, key: &str) -> Vec<CallRef> {
 }
 
 /// The parts of a row that carry observations.
-pub const OBSERVATION_KEYS: [&str; 4] = [
+pub(crate) const OBSERVATION_KEYS: [&str; 4] = [
     "ng_trajectory",
     "ng_agent_observations",
     "ng_model_call_capture",

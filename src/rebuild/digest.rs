@@ -19,7 +19,7 @@ pub fn digest(tokens: &[u32]) -> String {
 }
 
 /// Digest of the first `n` tokens of `seq` (of all of it when `n >= len`).
-pub fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
+pub(crate) fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
     let n = n.min(seq.len());
     digest_chunks(n, seq.chunks_up_to(n))
 }

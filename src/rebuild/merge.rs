@@ -286,7 +286,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
 }
 
 /// Round like Python's `round(x, 4)` (correctly rounded, ties to even on the exact value).
-pub fn round4(x: f64) -> f64 {
+pub(crate) fn round4(x: f64) -> f64 {
     format!("{x:.4}").parse().unwrap_or(x)
 }
 

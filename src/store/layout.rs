@@ -58,7 +58,7 @@ pub fn is_valid_rollout_id(id: &str) -> bool {
 
 /// Split a file name into its rollout id and kind; `None` for anything that is not a rollout
 /// data file (lock files, the writer's `.tokens-state-*` temporaries, foreign files).
-pub fn classify(file_name: &str) -> Option<(&str, FileKind)> {
+pub(crate) fn classify(file_name: &str) -> Option<(&str, FileKind)> {
     FileKind::ALL.into_iter().find_map(|kind| {
         let id = file_name.strip_suffix(kind.suffix())?;
         is_valid_rollout_id(id).then_some((id, kind))
@@ -135,7 +135,7 @@ pub fn discover(dir: &Path) -> Result<Vec<RolloutLocation>, StoreDirError> {
 }
 
 /// Natural order for rollout ids: digit runs compare by value (`0-2` before `0-10`).
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
     loop {
         match (a.first(), b.first()) {

@@ -130,7 +130,7 @@ impl Capture {
 
 /// The bytes of a rollout's files (`None`: the file does not exist).
 #[derive(Clone, Debug, Default)]
-pub struct RolloutBytes {
+pub(crate) struct RolloutBytes {
     /// `<rid>.tokens.state.json`.
     pub state: Option<Vec<u8>>,
     /// `<rid>.tokens.jsonl`.
@@ -158,7 +158,7 @@ impl RolloutBytes {
 
 /// Borrowed bytes of a rollout's files (`None`: the file does not exist).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FileBytes<'a> {
+pub(crate) struct FileBytes<'a> {
     /// `<rid>.tokens.state.json`.
     pub state: Option<&'a [u8]>,
     /// `<rid>.tokens.jsonl`.
@@ -191,7 +191,7 @@ pub fn read_capture(location: &RolloutLocation) -> Capture {
 }
 
 /// Read the bytes of every file of a rollout.
-pub fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
+pub(crate) fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
     let mut bytes = RolloutBytes::default();
     // State first: the records file then holds at least what the state's index covers, even
     // next to a running writer.
@@ -215,7 +215,7 @@ pub fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
 }
 
 /// An unreadable file.
-pub fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
+pub(crate) fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
     ReadIssue {
         kind: IssueKind::Io,
         file: kind,
@@ -226,7 +226,7 @@ pub fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
 }
 
 /// Interpret a rollout's bytes, reusing (and filling) `cache` for the records' lines.
-pub fn capture_from(
+pub(crate) fn capture_from(
     location: &RolloutLocation,
     bytes: FileBytes<'_>,
     cache: &mut LineCache,
@@ -298,7 +298,7 @@ pub fn capture_from(
 
 /// Open read-only and, where allowed, without touching the access time; `None` when the
 /// file does not exist.
-pub fn open_quiet(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+pub(crate) fn open_quiet(path: &Path) -> std::io::Result<Option<std::fs::File>> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(target_os = "linux")]
@@ -339,7 +339,10 @@ fn is_py_space(byte: u8) -> bool {
 fn strip(bytes: &[u8]) -> &[u8] {
     let start = bytes.iter().position(|b| !is_py_space(*b));
     let Some(start) = start else { return &[] };
-    let end = bytes.iter().rposition(|b| !is_py_space(*b)).map_or(start, |e| e + 1);
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_py_space(*b))
+        .map_or(start, |e| e + 1);
     &bytes[start..end]
 }
 
@@ -380,7 +383,7 @@ type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
 /// Parsed lines of a records file by byte range, reusable while the file only grows
 /// (an appended line never changes the bytes of an earlier one).
 #[derive(Clone, Debug, Default)]
-pub struct LineCache {
+pub(crate) struct LineCache {
     lines: HashMap<(usize, usize), ParsedLine>,
     /// Keep results for the next read (live reading) instead of moving them out.
     keep: bool,
@@ -398,16 +401,6 @@ impl LineCache {
     /// Forget everything (the file was truncated or replaced).
     pub fn clear(&mut self) {
         self.lines.clear();
-    }
-
-    /// Number of lines cached.
-    pub fn len(&self) -> usize {
-        self.lines.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
     }
 }
 

@@ -28,7 +28,7 @@ fn label(kind: GapKind) -> &'static str {
 }
 
 /// Draw the gaps of the open rollout.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Gaps;
     let Some(view) = &app.view else {
         let block = pane_block(strings::TITLE_GAPS.into(), focused, theme);

@@ -13,7 +13,7 @@ use crate::observe::graph::{CallState, GraphLine, GraphNode};
 use crate::text::sanitize;
 
 /// Draw the graph of the open rollout.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Graph;
     let Some(view) = &app.view else {
         let block = pane_block(strings::TITLE_GRAPH.into(), focused, theme);

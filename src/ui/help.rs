@@ -23,7 +23,7 @@ fn section(scopes: &[(Scope, &'static str)], theme: Theme) -> Vec<Line<'static>>
 }
 
 /// Draw the overlay centered on the screen, in two columns.
-pub fn draw(frame: &mut Frame, theme: Theme) {
+pub(crate) fn draw(frame: &mut Frame, theme: Theme) {
     let left = section(
         &[(Scope::Global, "everywhere"), (Scope::List, "rollout list")],
         theme,

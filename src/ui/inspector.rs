@@ -13,7 +13,7 @@ use crate::text::sanitize;
 use crate::verdict::Analysis;
 
 /// Draw the inspector; returns its text's length in lines as wrapped (for scrolling).
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> usize {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> usize {
     let block = pane_block(
         strings::TITLE_INSPECTOR.into(),
         app.focus == Pane::Inspector,
@@ -43,7 +43,7 @@ fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'stati
 }
 
 /// The inspector's content.
-pub fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
+pub(crate) fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         return vec![Line::from(strings::NO_SELECTION)];
     };
@@ -290,7 +290,7 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
 }
 
 /// One output item, readably: message text, reasoning summary, tool call with arguments.
-pub fn describe_item(item: &serde_json::Map<String, Value>) -> String {
+pub(crate) fn describe_item(item: &serde_json::Map<String, Value>) -> String {
     let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
     let texts = |key: &str| -> String {
         item.get(key)

@@ -7,7 +7,7 @@ use crate::app::{Action, App, Message, Mode, TextKey};
 
 /// Where a binding applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Everywhere.
     Global,
     /// Rollout list.
@@ -21,7 +21,7 @@ pub enum Scope {
 }
 
 /// One binding.
-pub struct Binding {
+pub(crate) struct Binding {
     /// Keys shown in help, first is the main one.
     pub keys: &'static [&'static str],
     /// The action.
@@ -34,7 +34,7 @@ pub struct Binding {
 
 /// The single list of bindings (one per line, as a table).
 #[rustfmt::skip]
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: Scope::Global, help: "quit" },
     Binding { keys: &["?"], action: Action::Help, scope: Scope::Global, help: "show / hide this help" },
     Binding { keys: &["Esc"], action: Action::Dismiss, scope: Scope::Global, help: "close help · clear the message and the divergence" },
@@ -78,7 +78,7 @@ pub const BINDINGS: &[Binding] = &[
 ];
 
 /// The action bound to a key event, if any.
-pub fn action_for(key: KeyEvent) -> Option<Action> {
+pub(crate) fn action_for(key: KeyEvent) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let name = match key.code {
         KeyCode::Char('c') if ctrl => "Ctrl-C",
@@ -145,14 +145,6 @@ fn text_key(key: KeyEvent) -> Option<TextKey> {
         KeyCode::Esc => TextKey::Cancel,
         _ => return None,
     })
-}
-
-/// The main key of an action, for hints.
-pub fn key_of(action: Action) -> &'static str {
-    BINDINGS
-        .iter()
-        .find(|b| b.action == action)
-        .map_or("?", |b| b.keys[0])
 }
 
 #[cfg(test)]

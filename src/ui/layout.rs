@@ -24,7 +24,7 @@ pub struct Areas {
 }
 
 /// Below this width the rollout list spans the whole width above the other panes.
-pub const NARROW: u16 = 100;
+pub(crate) const NARROW: u16 = 100;
 
 /// Lay out the panes in `area`.
 pub fn areas(area: Rect) -> Areas {
@@ -85,31 +85,31 @@ pub fn areas(area: Rect) -> Areas {
 }
 
 /// Rows of content inside a bordered pane.
-pub fn inner_rows(rect: Rect) -> usize {
+pub(crate) fn inner_rows(rect: Rect) -> usize {
     usize::from(rect.height.saturating_sub(2))
 }
 
 /// Width of content inside a bordered pane.
-pub fn inner_width(rect: Rect) -> usize {
+pub(crate) fn inner_width(rect: Rect) -> usize {
     usize::from(rect.width.saturating_sub(2))
 }
 
 /// Width of one token cell in the token pane (an id up to 6 digits and a space).
-pub const TOKEN_CELL: usize = 7;
+pub(crate) const TOKEN_CELL: usize = 7;
 
 /// Tokens per row in the token pane.
-pub fn tokens_per_row(rect: Rect) -> usize {
+pub(crate) fn tokens_per_row(rect: Rect) -> usize {
     (inner_width(rect) / TOKEN_CELL).max(1)
 }
 
 /// Rows of tokens shown in the token pane (below the cursor line and the legend).
-pub fn token_rows(rect: Rect) -> usize {
+pub(crate) fn token_rows(rect: Rect) -> usize {
     inner_rows(rect).saturating_sub(2).max(1)
 }
 
 /// Rows of the graph pane's lines: the selected record as written takes three rows below
 /// them when the pane is tall enough.
-pub fn graph_rows(rect: Rect) -> usize {
+pub(crate) fn graph_rows(rect: Rect) -> usize {
     let rows = inner_rows(rect);
     if rows > 8 { rows - 3 } else { rows }
 }

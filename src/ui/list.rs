@@ -12,7 +12,7 @@ use crate::text::sanitize;
 use crate::verdict::{Analysis, Lifecycle, Verdict};
 
 /// The verdict badge text.
-pub fn badge(analysis: &Analysis) -> &'static str {
+pub(crate) fn badge(analysis: &Analysis) -> &'static str {
     match (analysis.verdict, analysis.mask_sample) {
         (Verdict::Ok, _) => "ok",
         (Verdict::Masked, _) => "MASKED",
@@ -43,7 +43,7 @@ fn sort_name(key: SortKey) -> &'static str {
 }
 
 /// Draw the list.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let list = &app.list;
     let mut title = format!(
         "{} {}/{} · sort {}{}",

@@ -61,7 +61,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
 }
 
 /// A bordered block titled for a pane, highlighted when focused.
-pub fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'static> {
+pub(crate) fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'static> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border(focused))
@@ -69,7 +69,7 @@ pub fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'static> 
 }
 
 /// Cut a string to `width` characters, marking the cut.
-pub fn clip(text: &str, width: usize) -> String {
+pub(crate) fn clip(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
@@ -79,7 +79,7 @@ pub fn clip(text: &str, width: usize) -> String {
 }
 
 /// A call id without its rollout prefix (`0-1-a1-c003-58b3` → `c003-58b3`).
-pub fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Cow<'a, str> {
+pub(crate) fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Cow<'a, str> {
     let short = call
         .strip_prefix(rollout_id)
         .and_then(|rest| rest.strip_prefix('-'))
@@ -241,7 +241,7 @@ fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
 }
 
 /// Key hints for the focused pane, from the binding list.
-pub fn hints(focus: Pane) -> String {
+pub(crate) fn hints(focus: Pane) -> String {
     let scope = match focus {
         Pane::List => Scope::List,
         Pane::Tree => Scope::Tree,

@@ -29,11 +29,6 @@ pub const NO_DIVERGENCE: &str =
     "no divergence to show: this call's parent link holds, or it is a root by decision";
 /// Shown when the what-if is dropped.
 pub const WHAT_IF_CLEARED: &str = "what-if cleared: showing the rollout as built";
-/// Refusal to export into a store.
-pub const REFUSE_STORE_WRITE: &str =
-    "refusing to write inside a token-store directory; choose a path outside the store";
-/// No rebuilt response to export.
-pub const NO_RESPONSE: &str = "this rollout has no rebuilt response (the build failed)";
 /// A write in progress (torn tail) on a live rollout.
 pub const WRITING: &str = "✎ writing…";
 /// Replay keys outside replay.
@@ -66,8 +61,6 @@ pub const NO_OBSERVATIONS: &str =
 pub const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
 /// No gaps.
 pub const NO_GAPS: &str = "no gaps: everything was observed and joined";
-/// Token legend.
-pub const LEGEND: &str = "root prompt · environment (mask 0) · generated (mask 1) · ▁ low p";
 
 /// Export prompt.
 pub fn export_prompt(what: ExportKind) -> &'static str {

@@ -11,7 +11,7 @@ use crate::app::{App, Pane};
 use crate::rebuild::Origin;
 
 /// Make whitespace in a decoded piece visible.
-pub fn visible(piece: &str) -> String {
+pub(crate) fn visible(piece: &str) -> String {
     piece
         .chars()
         .map(|c| match c {
@@ -44,7 +44,7 @@ fn cell(token: u32) -> String {
 }
 
 /// Draw the token pane.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tokens;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         let block = pane_block(strings::TITLE_TOKENS.into(), focused, theme);

@@ -13,7 +13,7 @@ use crate::rebuild::RecordFate;
 use crate::store::ParentResolution;
 
 /// Draw the tree of the open rollout.
-pub fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tree;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         let block = pane_block(strings::TITLE_TREE.into(), focused, theme);
