@@ -128,7 +128,12 @@ pub struct LiveStore {
     options: VerdictOptions,
     row_paths: Vec<PathBuf>,
     rows: Rows,
+    /// The rows files' stamp when they were last read.
+    rows_stamp: Vec<RowsFileStamp>,
 }
+
+/// A rows file's path, size and modification time.
+type RowsFileStamp = (PathBuf, u64, Option<std::time::SystemTime>);
 
 impl LiveStore {
     /// Follow `dirs` (nothing is read yet).
@@ -148,15 +153,23 @@ impl LiveStore {
             options,
             row_paths,
             rows: Rows::default(),
+            rows_stamp: Vec::new(),
         };
         store.reload_rows();
         store
     }
 
-    /// Read the rollout rows again.
+    /// Read the rollout rows again. Their stamp is taken first, so that a change made while
+    /// (or right after) they are read is seen by the next [`LiveStore::rows_moved`].
     pub fn reload_rows(&mut self) {
+        self.rows_stamp = self.rows_stamp();
         self.rows = Rows::read(&self.row_paths);
         self.rows.discover(&self.dirs);
+    }
+
+    /// Whether a rows file changed on disk since the rows were last read (polling).
+    pub fn rows_moved(&self) -> bool {
+        self.rows_stamp() != self.rows_stamp
     }
 
     /// The rows read.
@@ -183,7 +196,7 @@ impl LiveStore {
     }
 
     /// Size and modification time of every rows file (to notice changes when polling).
-    pub fn rows_stamp(&self) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    pub fn rows_stamp(&self) -> Vec<RowsFileStamp> {
         let mut files: Vec<PathBuf> = self.rows.files.clone();
         for dir in &self.dirs {
             if let Ok(entries) = std::fs::read_dir(dir) {

@@ -148,15 +148,12 @@ fn run(
     }
     match options.mode {
         WatchMode::Poll(interval) => {
-            let mut rows_stamp = store.rows_stamp();
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(interval);
-                let stamp = store.rows_stamp();
-                if stamp != rows_stamp {
-                    rows_stamp = stamp;
-                    if !send_rows(&sender, &mut store) {
-                        return;
-                    }
+                // Compared with the stamp taken when the rows were read, not when polling
+                // began: a rows file written in between is not missed.
+                if store.rows_moved() && !send_rows(&sender, &mut store) {
+                    return;
                 }
                 if !send_all(&sender, store.rescan()) {
                     return;
