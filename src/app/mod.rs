@@ -594,10 +594,23 @@ impl App {
         }
     }
 
+    /// The wheel scrolls the pane under it without moving the focus; a selection pushed off
+    /// screen follows (and the rollout or call it lands on opens).
     fn on_scroll(&mut self, pane: Pane, delta: isize) {
         match pane {
-            Pane::List => self.list.scroll.scroll_by(delta),
-            Pane::Tree => self.with_view(|view, _| view.tree.scroll_by(delta)),
+            Pane::List => {
+                let before = self.list.scroll.selected();
+                self.list.scroll.scroll_by(delta);
+                if self.list.scroll.selected() != before {
+                    self.open_selected();
+                }
+            }
+            Pane::Tree => self.notice_from_view(|view, base| {
+                let before = view.tree.selected();
+                view.tree.scroll_by(delta);
+                let after = view.tree.selected();
+                (after != before).then(|| view.select_tree_row(base, after))?
+            }),
             Pane::Tokens => self.with_view(|view, _| {
                 let per_row = view.tokens.per_row() as isize;
                 view.tokens.move_cursor(delta.saturating_mul(per_row));

@@ -151,6 +151,17 @@ fn clicks_select_what_is_under_them() {
         delta: 100,
     });
     assert!(app.list.scroll.top() > 0);
+    // The selection was pushed along, and the rollout under it is the one open.
+    assert!(
+        app.list
+            .scroll
+            .visible()
+            .contains(&app.list.scroll.selected())
+    );
+    assert_eq!(
+        app.view.as_ref().map(|v| v.index),
+        app.list.selected_rollout()
+    );
 }
 
 #[test]
