@@ -136,29 +136,13 @@ fn rate(times: &[f64]) -> Vec<u64> {
     buckets
 }
 
-/// A one-line sparkline of `values`.
-pub fn sparkline(values: &[u64]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().max().unwrap_or(0);
-    values
-        .iter()
-        .map(|&v| {
-            if max == 0 || v == 0 {
-                ' '
-            } else {
-                BARS[((v * 7) / max) as usize]
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rate_and_sparkline() {
-        let series = rate(&[100.0, 100.5, 99.2, 40.0]);
+    fn calls_per_second() {
+        let series = super::rate(&[100.0, 100.5, 99.2, 40.0]);
         assert_eq!(series.len(), RATE_WINDOW);
         assert_eq!(series[RATE_WINDOW - 1], 2);
         assert_eq!(series[RATE_WINDOW - 2], 1);
@@ -167,7 +151,6 @@ mod tests {
             3,
             "calls older than the window are left out"
         );
-        assert_eq!(sparkline(&[0, 1, 2, 4]), " ▂▄█");
     }
 
     #[test]

@@ -204,10 +204,7 @@ fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         Span::styled(" · delivered <25/50/75/100/all ", theme.dim()),
         Span::raw(format!("{}/{}/{}/{}/{}", b[0], b[1], b[2], b[3], b[4])),
         Span::styled(" · calls/s ", theme.dim()),
-        Span::styled(
-            crate::app::health::sparkline(&h.calls_per_second),
-            theme.good(),
-        ),
+        Span::styled(sparkline(&h.calls_per_second), theme.good()),
     ];
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -240,6 +237,22 @@ fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
+/// A one-line sparkline of `values`.
+pub(crate) fn sparkline(values: &[u64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0);
+    values
+        .iter()
+        .map(|&v| {
+            if max == 0 || v == 0 {
+                ' '
+            } else {
+                BARS[((v * 7) / max) as usize]
+            }
+        })
+        .collect()
+}
+
 /// Key hints for the focused pane, from the binding list.
 pub(crate) fn hints(focus: Pane) -> String {
     let scope = match focus {
@@ -268,4 +281,13 @@ pub(crate) fn hints(focus: Pane) -> String {
             .map(|b| format!("{} {}", b.keys[0], b.help)),
     );
     parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sparkline_scales_to_the_peak() {
+        assert_eq!(super::sparkline(&[0, 1, 2, 4]), " ▂▄█");
+        assert_eq!(super::sparkline(&[0, 0]), "  ");
+    }
 }
