@@ -25,11 +25,12 @@ pub struct ExploreArgs {
     /// (default for the demo store: the bundled one).
     #[arg(long, value_name = "PATH", global = true)]
     pub tokenizer: Option<PathBuf>,
-    /// Poll every MS milliseconds instead of waiting for change events (network mounts).
-    #[arg(long, value_name = "MS", global = true)]
+    /// Poll every MS milliseconds (50 or more) instead of waiting for change events
+    /// (network mounts).
+    #[arg(long, value_name = "MS", global = true, value_parser = poll_ms)]
     pub poll: Option<u64>,
-    /// Raise an alarm when more than this fraction (0..1) of frozen rollouts is masked.
-    #[arg(long, value_name = "F", global = true)]
+    /// Raise an alarm when more than this fraction (0 to 1) of frozen rollouts is masked.
+    #[arg(long, value_name = "F", global = true, value_parser = fraction)]
     pub max_mask_fraction: Option<f64>,
     /// Read the stores once; do not follow changes.
     #[arg(long, global = true)]
@@ -115,4 +116,41 @@ pub enum Format {
     Json,
     /// One report a line, in rollout order (the conformance format).
     Jsonl,
+}
+
+/// The shortest polling interval accepted: polling faster costs CPU and finds nothing sooner.
+pub const MIN_POLL_MS: u64 = 50;
+
+/// A value clap could not take.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgError {
+    /// Not a number.
+    #[error("{0:?} is not a number")]
+    NotANumber(String),
+    /// A polling interval below [`MIN_POLL_MS`].
+    #[error("{0} ms polls too often; use {MIN_POLL_MS} or more (or no --poll: change events)")]
+    PollTooFast(u64),
+    /// A fraction outside 0..=1 (or NaN).
+    #[error("{0} is not a fraction between 0 and 1")]
+    NotAFraction(String),
+}
+
+fn poll_ms(text: &str) -> Result<u64, ArgError> {
+    let ms: u64 = text
+        .parse()
+        .map_err(|_| ArgError::NotANumber(text.to_owned()))?;
+    if ms < MIN_POLL_MS {
+        return Err(ArgError::PollTooFast(ms));
+    }
+    Ok(ms)
+}
+
+fn fraction(text: &str) -> Result<f64, ArgError> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| ArgError::NotANumber(text.to_owned()))?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(ArgError::NotAFraction(text.to_owned()));
+    }
+    Ok(value)
 }

@@ -14,7 +14,21 @@ use cli::{Cli, Command, ExploreArgs, Format};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!(
+                "tokscope: {}",
+                tokscope::text::sanitize(&format!("{error:#}"))
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
+    validate(&mut cli)?;
+    match cli.command {
         Some(Command::Build(args)) => {
             let options = VerdictOptions {
                 model: args.model,
@@ -37,7 +51,10 @@ fn main() -> ExitCode {
                 &rows,
             )
             .map(|analyses| {
-                let failed = analyses.contains(&(Lifecycle::Frozen, Verdict::Masked));
+                // A final masked verdict fails the gate (retired rollouts were delivered).
+                let failed = analyses.iter().any(|&(lifecycle, verdict)| {
+                    verdict == Verdict::Masked && lifecycle != Lifecycle::Retired
+                });
                 if failed {
                     ExitCode::from(1)
                 } else {
@@ -47,21 +64,14 @@ fn main() -> ExitCode {
         }
         Some(Command::Replay(args)) => {
             let (stores, explore_args) = with_demo_tokenizer(args.stores, cli.explore);
-            explore(stores, explore_args, Start::Replay).map(|_| ExitCode::SUCCESS)
+            explore(stores, explore_args, Start::Replay).map(ExitCode::from)
         }
-        Some(Command::Demo(args)) => demo(args.pace, cli.explore).map(|_| ExitCode::SUCCESS),
+        Some(Command::Demo(args)) => demo(args.pace, cli.explore).map(ExitCode::from),
         None => {
             let (stores, explore_args) = with_demo_tokenizer(cli.stores, cli.explore);
-            explore(stores, explore_args, Start::Explore).map(|_| ExitCode::SUCCESS)
+            explore(stores, explore_args, Start::Explore).map(ExitCode::from)
         }
-    };
-    result.unwrap_or_else(|error| {
-        eprintln!(
-            "tokscope: {}",
-            tokscope::text::sanitize(&format!("{error:#}"))
-        );
-        ExitCode::from(2)
-    })
+    }
 }
 
 /// Analyze every location with the observations of its row.
@@ -73,6 +83,26 @@ fn analyze_rows(
     let mut out = Vec::with_capacity(locations.len());
     analyze_in_order(locations, options, rows, |a| a, |a| out.push(a));
     out
+}
+
+/// Refuse what cannot work before doing anything: rows paths that do not exist, and the same
+/// store given twice (also through a symlink) collapses to one.
+fn validate(cli: &mut Cli) -> anyhow::Result<()> {
+    for path in &cli.explore.rows {
+        if std::fs::metadata(path).is_err() {
+            anyhow::bail!("--rollouts {}: no such file or directory", path.display());
+        }
+    }
+    let stores = match &mut cli.command {
+        Some(Command::Build(args)) => &mut args.stores,
+        Some(Command::Check(args)) => &mut args.stores,
+        Some(Command::Replay(args)) => &mut args.stores,
+        Some(Command::Demo(_)) => return Ok(()),
+        None => &mut cli.stores,
+    };
+    let mut seen = std::collections::HashSet::new();
+    stores.retain(|store| seen.insert(store.canonicalize().unwrap_or_else(|_| store.clone())));
+    Ok(())
 }
 
 /// How the explorer starts.
@@ -93,7 +123,7 @@ fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<Path
 }
 
 /// Open the explorer; without a terminal (piped output), print the build table instead.
-fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<()> {
+fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<u8> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         let rows = read_rows(&stores, &args.rows);
@@ -104,7 +134,7 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
             Format::Table,
             &rows,
         )?;
-        return Ok(());
+        return Ok(0);
     }
     // Fail early, with one clear line, on a directory that cannot be listed.
     locate(&stores, &[])?;
@@ -136,9 +166,9 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
             stores,
             tokscope::live::watch::WatchOptions {
                 mode: match args.poll {
-                    Some(ms) => tokscope::live::watch::WatchMode::Poll(
-                        std::time::Duration::from_millis(ms.max(1)),
-                    ),
+                    Some(ms) => {
+                        tokscope::live::watch::WatchMode::Poll(std::time::Duration::from_millis(ms))
+                    }
                     None => tokscope::live::watch::WatchMode::Events,
                 },
                 verdict: options,
@@ -147,12 +177,12 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
             },
         )
     });
-    tokscope::term::run(app, watch)?;
-    Ok(())
+    let ended = tokscope::term::run(app, watch)?;
+    Ok(ended.status())
 }
 
 /// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.
-fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<()> {
+fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<u8> {
     let dir = std::env::temp_dir().join(format!("tokscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let writer = tokscope::live::demo::start(&assets().join("demo-store"), &dir, pace)?;
@@ -188,12 +218,8 @@ fn read_rows(stores: &[PathBuf], paths: &[PathBuf]) -> Rows {
     let mut rows = Rows::read(paths);
     rows.discover(stores);
     for problem in &rows.problems {
-        eprintln!(
-            "tokscope: {}:{}: {}",
-            problem.source.file.display(),
-            problem.source.line,
-            tokscope::text::sanitize(&problem.message)
-        );
+        let line = format!("{}: {}", problem.source, problem.message);
+        eprintln!("tokscope: {}", tokscope::text::sanitize(&line));
     }
     rows
 }

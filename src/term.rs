@@ -1,7 +1,10 @@
-//! The terminal side of the explorer: raw mode, the event loop, restoring the terminal on
-//! exit, on Ctrl-C and on panic.
+//! The terminal side of the explorer: raw mode, the event loop, and the terminal restored on
+//! every way out — quit, a signal (INT, TERM, HUP, QUIT), a lost terminal, a panic.
 
 use std::io::{Stdout, stdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
 use crossterm::execute;
@@ -12,12 +15,41 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 
-use std::time::{Duration, Instant};
-
 use crate::app::{App, Message};
 use crate::live::watch::Watch;
 use crate::ui::layout::viewport;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
+
+/// The signals that end the explorer (with the terminal restored).
+pub const SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+/// How the explorer ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The user quit.
+    Quit,
+    /// A signal arrived (its number).
+    Signal(i32),
+    /// The terminal went away (input closed or failing).
+    TerminalLost,
+}
+
+impl Ended {
+    /// The conventional exit status: 0, 128 + the signal, or 129 (as after a hangup) when
+    /// the terminal is gone.
+    pub fn status(self) -> u8 {
+        match self {
+            Ended::Quit => 0,
+            Ended::Signal(signal) => u8::try_from(128 + signal).unwrap_or(128),
+            Ended::TerminalLost => 128 + 1,
+        }
+    }
+}
 
 /// Put the terminal back as it was (idempotent; errors ignored: nothing else can be done).
 fn restore() {
@@ -30,69 +62,118 @@ fn restore() {
     );
 }
 
-/// Run the explorer until the user quits; with a watch, apply its changes as they come.
-pub fn run(mut app: App, watch: Option<Watch>) -> std::io::Result<()> {
+/// Whether standard input is still a working terminal (a hung-up one fails `tcgetattr`).
+fn terminal_alive() -> bool {
+    // SAFETY: `termios` is plain data; tcgetattr only writes into it.
+    let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 and a valid pointer to a termios.
+    unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut termios) == 0 }
+}
+
+/// Run the explorer until the user quits, a signal arrives or the terminal goes away; with a
+/// watch, apply its changes as they come. The terminal is restored in every case.
+pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
+    let signal = Arc::new(AtomicUsize::new(0));
+    for number in SIGNALS {
+        signal_hook::flag::register_usize(number, Arc::clone(&signal), number as usize)?;
+    }
     enable_raw_mode()?;
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
         previous_hook(info);
     }));
-    let result = (|| {
-        execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
-        let mut terminal: Terminal<CrosstermBackend<Stdout>> =
-            Terminal::new(CrosstermBackend::new(stdout()))?;
-        terminal.clear()?;
-        let size = terminal.size()?;
-        app.update(Message::Resize(viewport(Rect::new(
-            0,
-            0,
-            size.width,
-            size.height,
-        ))));
-        let theme = Theme::from_env();
-        let mut dirty = true;
-        let mut last_draw = Instant::now();
-        while !app.quit {
-            // Ages and highlights move with the clock: redraw at least twice a second.
-            if dirty || last_draw.elapsed() >= Duration::from_millis(500) {
-                let mut drawn = Drawn::default();
-                terminal.draw(|frame| drawn = draw(frame, &app, theme))?;
-                last_draw = Instant::now();
-                dirty = false;
-                for message in drawn.messages() {
-                    dirty |= app.update(message);
-                }
+    let result = event_loop(app, watch.as_ref(), &signal);
+    restore();
+    let _ = std::panic::take_hook();
+    result
+}
+
+fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std::io::Result<Ended> {
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    let mut terminal: Terminal<CrosstermBackend<Stdout>> =
+        Terminal::new(CrosstermBackend::new(stdout()))?;
+    terminal.clear()?;
+    let size = terminal.size()?;
+    app.update(Message::Resize(viewport(Rect::new(
+        0,
+        0,
+        size.width,
+        size.height,
+    ))));
+    let theme = Theme::from_env();
+    let mut dirty = true;
+    let mut last_draw = Instant::now();
+    let mut last_check = Instant::now();
+    // Input said "ready" without an event this many times in a row: it is at its end.
+    let mut empty_reads = 0u32;
+    loop {
+        if app.quit {
+            return Ok(Ended::Quit);
+        }
+        let received = signal.load(Ordering::Relaxed);
+        if received != 0 {
+            return Ok(Ended::Signal(i32::try_from(received).unwrap_or(0)));
+        }
+        if last_check.elapsed() >= Duration::from_secs(1) {
+            last_check = Instant::now();
+            if !terminal_alive() {
+                return Ok(Ended::TerminalLost);
             }
-            // Input first, and never behind a rebuild: those run on the watcher thread.
-            if event::poll(Duration::from_millis(30))? {
-                let message = match event::read()? {
-                    Event::Key(key) if key.kind != KeyEventKind::Release => {
+        }
+        // Ages and highlights move with the clock: redraw at least twice a second.
+        if dirty || last_draw.elapsed() >= Duration::from_millis(500) {
+            let mut drawn = Drawn::default();
+            if terminal
+                .draw(|frame| drawn = draw(frame, &app, theme))
+                .is_err()
+            {
+                return Ok(Ended::TerminalLost);
+            }
+            last_draw = Instant::now();
+            dirty = false;
+            for message in drawn.messages() {
+                dirty |= app.update(message);
+            }
+        }
+        // Input first, and never behind a rebuild: those run on the watcher thread.
+        match event::poll(Duration::from_millis(30)) {
+            Err(_) => return Ok(Ended::TerminalLost),
+            Ok(false) => empty_reads = 0,
+            Ok(true) => {
+                let message = match event::read() {
+                    Err(_) => return Ok(Ended::TerminalLost),
+                    Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
                         keys::message_for(&app, key)
                     }
-                    Event::Mouse(mouse) => mouse::message_for(&app, mouse),
-                    Event::Resize(width, height) => {
+                    Ok(Event::Mouse(event)) => mouse::message_for(&app, event),
+                    Ok(Event::Resize(width, height)) => {
                         let area = Rect::new(0, 0, width, height);
                         terminal.resize(area)?;
                         Some(Message::Resize(viewport(area)))
                     }
-                    _ => None,
+                    Ok(_) => None,
                 };
-                if let Some(message) = message {
-                    dirty |= app.update(message);
+                match message {
+                    Some(message) => {
+                        empty_reads = 0;
+                        dirty |= app.update(message);
+                    }
+                    None => {
+                        empty_reads += 1;
+                        if empty_reads > 10_000 {
+                            return Ok(Ended::TerminalLost);
+                        }
+                    }
                 }
             }
-            if let Some(watch) = &watch {
-                let changes: Vec<_> = watch.events.try_iter().collect();
-                if !changes.is_empty() {
-                    dirty |= app.update(Message::Store(changes));
-                }
-            }
-            dirty |= app.update(Message::Tick(Instant::now()));
         }
-        Ok(())
-    })();
-    restore();
-    let _ = std::panic::take_hook();
-    result
+        if let Some(watch) = watch {
+            let changes: Vec<_> = watch.events.try_iter().collect();
+            if !changes.is_empty() {
+                dirty |= app.update(Message::Store(changes));
+            }
+        }
+        dirty |= app.update(Message::Tick(Instant::now()));
+    }
 }

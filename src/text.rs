@@ -1,7 +1,8 @@
 //! Making untrusted text (ids, messages, record content) safe to print on a terminal.
 
-/// Replace control characters (including ESC, so no escape sequence gets through) and
-/// Unicode bidi overrides with visible escapes.
+/// Replace control characters (including ESC, so no escape sequence gets through), Unicode
+/// bidi controls, zero-width and invisible format characters, and line or paragraph
+/// separators with visible escapes.
 pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return std::borrow::Cow::Borrowed(text);
@@ -18,7 +19,28 @@ pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(
+            c,
+            // Soft hyphen, combining grapheme joiner, Arabic letter mark, Mongolian vowel
+            // separator: invisible.
+            '\u{AD}' | '\u{34F}' | '\u{61C}' | '\u{180E}'
+            // Zero-width space / joiners, LRM / RLM, line and paragraph separators, bidi
+            // embeddings and overrides.
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            // Word joiner, invisible operators, bidi isolates, deprecated format controls.
+            | '\u{2060}'..='\u{206F}'
+            // Zero-width no-break space (BOM), interlinear annotations, tag characters.
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+        )
+}
+
+/// A path, safe to print.
+pub fn path(path: &std::path::Path) -> String {
+    sanitize(&path.display().to_string()).into_owned()
 }
 
 #[cfg(test)]
@@ -31,5 +53,12 @@ mod tests {
         assert_eq!(sanitize("a\x1b[31mred"), "a\\u{1b}[31mred");
         assert_eq!(sanitize("line\nbreak"), "line\\u{a}break");
         assert_eq!(sanitize("\u{202E}rtl"), "\\u{202e}rtl");
+        assert_eq!(sanitize("a\u{200B}b"), "a\\u{200b}b");
+        assert_eq!(sanitize("\u{2067}x\u{2069}"), "\\u{2067}x\\u{2069}");
+        assert_eq!(sanitize("\u{FEFF}bom"), "\\u{feff}bom");
+        assert_eq!(
+            path(std::path::Path::new("rows\x1b]0;title\x07.jsonl")),
+            "rows\\u{1b}]0;title\\u{7}.jsonl"
+        );
     }
 }

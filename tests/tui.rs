@@ -385,13 +385,13 @@ fn export_refuses_the_store_and_writes_elsewhere() {
     open(&mut app, "0-0-a0");
     let inside = PathBuf::from("tests/fixtures/conformance/store-1-0/x.json");
     let error = app
-        .export(tokscope::app::ExportKind::Report, &inside)
+        .export(tokscope::app::ExportKind::Report, &inside, false)
         .unwrap_err();
     assert!(error.to_string().contains("refusing"), "{error}");
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("r.json");
     let written = app
-        .export(tokscope::app::ExportKind::Response, &target)
+        .export(tokscope::app::ExportKind::Response, &target, false)
         .unwrap();
     let response: serde_json::Value =
         serde_json::from_slice(&std::fs::read(written).unwrap()).unwrap();

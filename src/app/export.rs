@@ -36,6 +36,12 @@ pub enum ExportError {
     /// The build failed: no rebuilt response.
     #[error("this rollout has no rebuilt response (the build failed)")]
     NoResponse,
+    /// The file exists (overwrite only when confirmed).
+    #[error("{0} exists")]
+    Exists(PathBuf),
+    /// The destination is a symlink: never written through.
+    #[error("{0} is a symlink; refusing to write through it")]
+    Symlink(PathBuf),
     /// Writing failed.
     #[error("{path}: {reason}")]
     Write {
@@ -56,12 +62,15 @@ pub fn default_file_name(rollout_id: &str, what: ExportKind) -> String {
 }
 
 /// Write `analysis`'s report or rebuilt response to `path` (relative to the current
-/// directory), refusing any place inside one of `stores`. Returns the path written.
+/// directory). Refuses any place inside one of `stores` (the parent directory resolved), a
+/// symlink as the file (never followed, even if it appears meanwhile), and an existing file
+/// unless `overwrite`. Returns the path written.
 pub fn export(
     analysis: &Analysis,
     stores: &[PathBuf],
     what: ExportKind,
     path: &Path,
+    overwrite: bool,
 ) -> Result<PathBuf, ExportError> {
     let directory_error = |path: &Path, error: std::io::Error| ExportError::Directory {
         path: path.to_path_buf(),
@@ -99,7 +108,32 @@ pub fn export(
         reason,
     };
     let json = json.map_err(|e| write_error(e.to_string()))?;
-    std::fs::write(&final_path, json).map_err(|e| write_error(e.to_string()))?;
+    match std::fs::symlink_metadata(&final_path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(ExportError::Symlink(final_path));
+        }
+        Ok(_) if !overwrite => return Err(ExportError::Exists(final_path)),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if overwrite {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    let mut file = options.open(&final_path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            ExportError::Symlink(final_path.clone())
+        } else if e.kind() == std::io::ErrorKind::AlreadyExists {
+            ExportError::Exists(final_path.clone())
+        } else {
+            write_error(e.to_string())
+        }
+    })?;
+    std::io::Write::write_all(&mut file, &json).map_err(|e| write_error(e.to_string()))?;
     Ok(final_path)
 }
 
@@ -126,6 +160,7 @@ mod tests {
             &[store.path().to_path_buf()],
             ExportKind::Response,
             &out.path().join("r.json"),
+            false,
         )
         .expect("written");
         let json: serde_json::Value =
@@ -136,6 +171,7 @@ mod tests {
             &[store.path().to_path_buf()],
             ExportKind::Report,
             &store.path().join("x.json"),
+            true,
         );
         assert_eq!(refused, Err(ExportError::InsideStore));
         assert!(!store.path().join("x.json").exists());
@@ -144,7 +180,8 @@ mod tests {
                 &analysis,
                 &[],
                 ExportKind::Report,
-                Path::new("/nonexistent-dir/x.json")
+                Path::new("/nonexistent-dir/x.json"),
+                false
             ),
             Err(ExportError::Directory { .. })
         ));
@@ -152,5 +189,19 @@ mod tests {
             default_file_name("r-1", ExportKind::Report),
             "r-1.report.json"
         );
+        // An existing file is kept unless overwriting was confirmed.
+        let again = export(&analysis, &[], ExportKind::Response, &written, false);
+        assert_eq!(again, Err(ExportError::Exists(written.clone())));
+        export(&analysis, &[], ExportKind::Report, &written, true).expect("overwritten");
+        // A symlink (here into a "store" file) is never written through, even confirmed.
+        let target = store.path().join("s.tokens.state.json");
+        std::fs::write(&target, b"{}").expect("state");
+        let link = out.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        for overwrite in [false, true] {
+            let refused = export(&analysis, &[], ExportKind::Report, &link, overwrite);
+            assert_eq!(refused, Err(ExportError::Symlink(link.clone())));
+        }
+        assert_eq!(std::fs::read(&target).expect("state"), b"{}");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::verdict::{Analysis, Lifecycle};
+use crate::verdict::{Analysis, Lifecycle, Verdict};
 
 /// Seconds of history in the calls-per-second series.
 pub const RATE_WINDOW: usize = 60;
@@ -59,16 +59,13 @@ impl Health {
                     *h.masked_by_reason.entry(reason.code()).or_default() += 1;
                 }
             }
-            match a.lifecycle {
-                Lifecycle::Live => {
-                    h.live += 1;
-                    h.in_flight += a.capture.open_intents().len();
-                }
-                Lifecycle::Frozen | Lifecycle::Retired => {
-                    h.frozen += 1;
-                    h.frozen_masked += usize::from(a.mask_sample);
-                }
-                Lifecycle::Cleared => {}
+            // Final verdicts (frozen, retired, or unreadable files) count towards the alarm.
+            if a.verdict == Verdict::Pending {
+                h.live += 1;
+                h.in_flight += a.capture.open_intents().len();
+            } else {
+                h.frozen += 1;
+                h.frozen_masked += usize::from(a.mask_sample);
             }
             h.calls += a.capture.records.len();
             for record in &a.capture.records {

@@ -74,6 +74,13 @@ pub enum Mode {
         /// The path typed so far.
         path: String,
     },
+    /// The export file exists: overwrite it (`y`) or not.
+    ConfirmOverwrite {
+        /// Report or rebuilt response.
+        what: ExportKind,
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// How many rows each pane shows: the screen as the app needs to know it (scrolling and
@@ -410,15 +417,35 @@ impl App {
                 if submit {
                     let (what, path) = (*what, PathBuf::from(path.as_str()));
                     self.mode = Mode::Normal;
-                    self.message = Some(match self.export(what, &path) {
-                        Ok(written) => Notice::Exported(written),
-                        Err(error) => Notice::ExportFailed(error),
-                    });
+                    self.write_export(what, &path, false);
                 } else if cancel {
                     self.mode = Mode::Normal;
                 }
             }
+            Mode::ConfirmOverwrite { what, path } => {
+                let (what, path) = (*what, path.clone());
+                self.mode = Mode::Normal;
+                match key {
+                    TextKey::Char('y' | 'Y') => self.write_export(what, &path, true),
+                    _ => self.message = Some(Notice::NotOverwritten(path)),
+                }
+            }
         }
+    }
+
+    /// Export, asking before replacing an existing file.
+    fn write_export(&mut self, what: ExportKind, path: &Path, overwrite: bool) {
+        self.message = match self.export(what, path, overwrite) {
+            Ok(written) => Some(Notice::Exported(written)),
+            Err(ExportError::Exists(existing)) => {
+                self.mode = Mode::ConfirmOverwrite {
+                    what,
+                    path: existing,
+                };
+                None
+            }
+            Err(error) => Some(Notice::ExportFailed(error)),
+        };
     }
 
     /// Run `f` on the open view with its rollout as built.
@@ -678,10 +705,16 @@ impl App {
         changed
     }
 
-    /// Write the shown rollout's report or rebuilt response to `path`.
-    pub fn export(&self, what: ExportKind, path: &Path) -> Result<PathBuf, ExportError> {
+    /// Write the shown rollout's report or rebuilt response to `path` (an existing file only
+    /// with `overwrite`).
+    pub fn export(
+        &self,
+        what: ExportKind,
+        path: &Path,
+        overwrite: bool,
+    ) -> Result<PathBuf, ExportError> {
         let analysis = self.shown().ok_or(ExportError::NoRollout)?;
-        export::export(analysis, &self.stores, what, path)
+        export::export(analysis, &self.stores, what, path, overwrite)
     }
 }
 

@@ -36,6 +36,8 @@ pub enum Notice {
     Exported(PathBuf),
     /// An export failed.
     ExportFailed(ExportError),
+    /// An existing file was left as it was.
+    NotOverwritten(PathBuf),
     /// What the store watcher or the rows reader reported (already worded by them).
     Store(String),
 }

@@ -48,7 +48,6 @@ impl LiveRollout {
 
     /// Read what changed; `Some(analysis)` when anything did.
     pub fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
-        let mut io_issues = Vec::new();
         let mut changed = false;
         // State first: the records file then holds at least what the state's index covers,
         // so a writer caught between its two writes never looks like a bad index.
@@ -58,36 +57,33 @@ impl LiveRollout {
             (FileKind::Records, &mut self.records),
             (FileKind::Incomplete, &mut self.sentinel),
         ] {
-            match tail.refresh() {
-                Ok(Change::None) => {}
-                Ok(change) => {
-                    changed = true;
-                    if kind == FileKind::Records
-                        && matches!(change, Change::Reread | Change::Removed)
-                    {
-                        // Earlier lines may have changed: forget their parses and digests.
-                        self.cache.clear();
-                        self.memo.clear();
-                    }
-                }
-                Err(error) => {
-                    changed = true;
-                    io_issues.push(io_issue(kind, &error));
-                }
+            let change = tail.refresh();
+            changed |= change != Change::None;
+            if kind == FileKind::Records && matches!(change, Change::Reread | Change::Removed) {
+                // Earlier lines may have changed: forget their parses and digests.
+                self.cache.clear();
+                self.memo.clear();
             }
         }
-        if !changed {
-            return None;
-        }
-        Some(self.analyze(options, io_issues))
+        changed.then(|| self.analyze(options))
+    }
+
+    /// Files of the rollout that cannot be read, as read issues.
+    fn io_issues(&self) -> Vec<crate::store::ReadIssue> {
+        [
+            (FileKind::State, &self.state),
+            (FileKind::Intents, &self.intents),
+            (FileKind::Records, &self.records),
+            (FileKind::Incomplete, &self.sentinel),
+        ]
+        .into_iter()
+        .filter_map(|(kind, tail)| tail.error().map(|error| io_issue(kind, error)))
+        .collect()
     }
 
     /// The analysis of the bytes known now.
-    pub fn analyze(
-        &mut self,
-        options: &VerdictOptions,
-        io_issues: Vec<crate::store::ReadIssue>,
-    ) -> Analysis {
+    pub fn analyze(&mut self, options: &VerdictOptions) -> Analysis {
+        let io_issues = self.io_issues();
         let bytes = FileBytes {
             state: self.state.bytes(),
             records: self.records.bytes(),
@@ -183,7 +179,7 @@ impl LiveStore {
         let mut changes = Vec::new();
         for (location, rollout) in &mut self.rollouts {
             let options = crate::load::options_for(&self.options, &self.rows, location);
-            changes.push(rollout.analyze(&options, Vec::new()));
+            changes.push(rollout.analyze(&options));
         }
         changes
     }
@@ -275,7 +271,7 @@ impl LiveStore {
                 let rollout = new.insert(LiveRollout::new(location.clone()));
                 Some(match rollout.refresh(&options) {
                     Some(analysis) => analysis,
-                    None => rollout.analyze(&options, Vec::new()),
+                    None => rollout.analyze(&options),
                 })
             }
         }

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::store::read::open_quiet;
+use crate::store::open::{open_regular, read_up_to};
 
 /// What a refresh found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,26 @@ pub enum Change {
     Reread,
     /// The file disappeared.
     Removed,
+    /// The file cannot be read (see [`FileTail::error`]).
+    Failed,
+}
+
+/// What identifies a version of a file without opening it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    identity: (u64, u64),
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            identity: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
 }
 
 /// A file followed by offset.
@@ -27,9 +47,10 @@ pub struct FileTail {
     path: PathBuf,
     /// Whether the file only ever grows (records, intents, sentinel); others are re-read whole.
     append_only: bool,
-    identity: Option<(u64, u64)>,
-    modified: Option<SystemTime>,
+    /// The version read last (or that failed last).
+    stamp: Option<Stamp>,
     data: Option<Vec<u8>>,
+    error: Option<String>,
     /// Bytes read in total (for figures).
     pub bytes_read: u64,
 }
@@ -40,64 +61,94 @@ impl FileTail {
         FileTail {
             path,
             append_only,
-            identity: None,
-            modified: None,
+            stamp: None,
             data: None,
+            error: None,
             bytes_read: 0,
         }
     }
 
-    /// The bytes known so far (`None`: the file does not exist).
+    /// The bytes known so far (`None`: the file does not exist or cannot be read).
     pub fn bytes(&self) -> Option<&[u8]> {
         self.data.as_deref()
     }
 
-    /// Bring the bytes up to date with the file.
-    pub fn refresh(&mut self) -> std::io::Result<Change> {
-        let Some(mut file) = open_quiet(&self.path)? else {
-            let existed = self.data.take().is_some();
-            self.identity = None;
-            self.modified = None;
-            return Ok(if existed {
-                Change::Removed
-            } else {
-                Change::None
-            });
+    /// Why the file cannot be read, when it cannot.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Bring the bytes up to date with the file. An unchanged file (same inode, size and
+    /// modification time) is not opened at all; a changed one is opened without blocking
+    /// and read only if it is a regular file, up to its size at open.
+    pub fn refresh(&mut self) -> Change {
+        let stamp = match std::fs::metadata(&self.path) {
+            Ok(meta) => Stamp::of(&meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.gone(),
+            Err(e) => return self.failed(None, &e),
         };
-        let meta = file.metadata()?;
-        let identity = (meta.dev(), meta.ino());
-        let modified = meta.modified().ok();
-        let len = meta.len();
-        let known = self.data.as_ref().map_or(0, |d| d.len() as u64);
-        let same_file = self.identity == Some(identity) && self.data.is_some();
-        if same_file && len == known && modified == self.modified {
-            return Ok(Change::None);
+        if self.stamp == Some(stamp) {
+            return Change::None;
         }
-        if same_file && self.append_only && len > known {
+        let (file, meta) = match open_regular(&self.path) {
+            Ok(Some(opened)) => opened,
+            Ok(None) => return self.gone(),
+            Err(e) => return self.failed(Some(stamp), &e),
+        };
+        match self.read(file, Stamp::of(&meta)) {
+            Ok(change) => change,
+            Err(e) => self.failed(Some(stamp), &e),
+        }
+    }
+
+    fn read(&mut self, mut file: std::fs::File, stamp: Stamp) -> std::io::Result<Change> {
+        let known = self.data.as_ref().map_or(0, |d| d.len() as u64);
+        let same_file =
+            self.data.is_some() && self.stamp.is_some_and(|s| s.identity == stamp.identity);
+        self.error = None;
+        if same_file && self.append_only && stamp.len > known {
             file.seek(SeekFrom::Start(known))?;
             let data = self.data.get_or_insert_with(Vec::new);
-            let read = file.take(len - known).read_to_end(data)? as u64;
+            let read = file.take(stamp.len - known).read_to_end(data)? as u64;
             self.bytes_read += read;
-            self.modified = modified;
+            self.stamp = Some(stamp);
             return Ok(if read > 0 {
                 Change::Appended
             } else {
                 Change::None
             });
         }
-        // New, truncated, replaced or rewritten in place: read it whole.
-        let mut data = Vec::with_capacity(len as usize);
-        file.read_to_end(&mut data)?;
+        // New, truncated, replaced or rewritten in place: read it whole (as it was at open).
+        let data = read_up_to(file, stamp.len)?;
         self.bytes_read += data.len() as u64;
         let unchanged = self.data.as_deref() == Some(&data[..]);
         self.data = Some(data);
-        self.identity = Some(identity);
-        self.modified = modified;
+        self.stamp = Some(stamp);
         Ok(if unchanged {
             Change::None
         } else {
             Change::Reread
         })
+    }
+
+    fn gone(&mut self) -> Change {
+        let existed = self.data.take().is_some() || self.error.take().is_some();
+        self.stamp = None;
+        if existed {
+            Change::Removed
+        } else {
+            Change::None
+        }
+    }
+
+    /// The file cannot be read: keep the error (reported again only when it changes).
+    fn failed(&mut self, stamp: Option<Stamp>, error: &std::io::Error) -> Change {
+        let message = error.to_string();
+        let repeat = self.error.as_deref() == Some(message.as_str()) && self.stamp == stamp;
+        self.data = None;
+        self.stamp = stamp;
+        self.error = Some(message);
+        if repeat { Change::None } else { Change::Failed }
     }
 }
 
@@ -111,28 +162,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let mut tail = FileTail::new(path.clone(), true);
-        assert_eq!(tail.refresh().unwrap(), Change::None);
+        assert_eq!(tail.refresh(), Change::None);
         std::fs::write(&path, b"one\n").unwrap();
-        assert_eq!(tail.refresh().unwrap(), Change::Reread);
+        assert_eq!(tail.refresh(), Change::Reread);
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         file.write_all(b"two\n").unwrap();
-        assert_eq!(tail.refresh().unwrap(), Change::Appended);
+        assert_eq!(tail.refresh(), Change::Appended);
         assert_eq!(tail.bytes(), Some(&b"one\ntwo\n"[..]));
         assert_eq!(tail.bytes_read, 8, "only new bytes are read");
         std::fs::write(&path, b"x\n").unwrap(); // truncated and rewritten
-        assert_eq!(tail.refresh().unwrap(), Change::Reread);
+        assert_eq!(tail.refresh(), Change::Reread);
         assert_eq!(tail.bytes(), Some(&b"x\n"[..]));
         let other = dir.path().join("g");
         std::fs::write(&other, b"replaced\n").unwrap();
         std::fs::rename(&other, &path).unwrap();
-        assert_eq!(tail.refresh().unwrap(), Change::Reread);
+        assert_eq!(tail.refresh(), Change::Reread);
         assert_eq!(tail.bytes(), Some(&b"replaced\n"[..]));
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(tail.refresh().unwrap(), Change::Removed);
+        assert_eq!(tail.refresh(), Change::Removed);
         assert_eq!(tail.bytes(), None);
-        assert_eq!(tail.refresh().unwrap(), Change::None);
+        assert_eq!(tail.refresh(), Change::None);
     }
 }

@@ -55,10 +55,18 @@ pub struct Watch {
 }
 
 impl Drop for Watch {
+    /// Stop the thread; wait for it briefly, never for a read stuck on a dead file system
+    /// (quitting must not hang: the thread is then left to end with the process).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
         }
     }
 }

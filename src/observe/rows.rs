@@ -130,13 +130,7 @@ impl Rows {
     }
 
     fn read_file(&mut self, file: &Path) {
-        let bytes = match crate::store::read::open_quiet(file).and_then(|f| {
-            let mut data = Vec::new();
-            if let Some(mut f) = f {
-                std::io::Read::read_to_end(&mut f, &mut data)?;
-            }
-            Ok(data)
-        }) {
+        let bytes = match crate::store::open::read_regular(file).map(Option::unwrap_or_default) {
             Ok(bytes) => bytes,
             Err(error) => {
                 let source = RowSource {

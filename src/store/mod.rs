@@ -3,6 +3,7 @@
 //! Nothing in this module opens a file for writing, takes a lock or changes metadata.
 
 pub mod layout;
+pub mod open;
 pub mod read;
 pub mod record;
 pub mod state;

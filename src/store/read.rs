@@ -8,7 +8,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -172,12 +171,14 @@ pub(crate) struct FileBytes<'a> {
 }
 
 impl FileBytes<'_> {
-    /// Whether any of the rollout's files exists.
+    /// Whether any of the rollout's files exists (readable or not: an unreadable file is
+    /// a broken rollout, not a cleared one).
     pub fn any(&self) -> bool {
         self.state.is_some()
             || self.records.is_some()
             || self.intents.is_some()
             || self.sentinel.is_some()
+            || !self.io_issues.is_empty()
     }
 }
 
@@ -215,7 +216,7 @@ pub(crate) fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
 }
 
 /// An unreadable file.
-pub(crate) fn io_issue(kind: FileKind, error: &std::io::Error) -> ReadIssue {
+pub(crate) fn io_issue(kind: FileKind, error: impl std::fmt::Display) -> ReadIssue {
     ReadIssue {
         kind: IssueKind::Io,
         file: kind,
@@ -296,39 +297,8 @@ pub(crate) fn capture_from(
     }
 }
 
-/// Open read-only and, where allowed, without touching the access time; `None` when the
-/// file does not exist.
-pub(crate) fn open_quiet(path: &Path) -> std::io::Result<Option<std::fs::File>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        const O_NOATIME: i32 = 0o1_000_000;
-        let mut quiet = options.clone();
-        quiet.custom_flags(O_NOATIME);
-        match quiet.open(path) {
-            Ok(file) => return Ok(Some(file)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            // O_NOATIME needs ownership; fall back to a plain read-only open.
-            Err(_) => {}
-        }
-    }
-    match options.open(path) {
-        Ok(file) => Ok(Some(file)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    open_quiet(path)?.map(read_all).transpose()
-}
-
-fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
-    let mut data = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
-    file.read_to_end(&mut data)?;
-    Ok(data)
+    super::open::read_regular(path)
 }
 
 /// Python's `bytes.strip()` whitespace.

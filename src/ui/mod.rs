@@ -226,6 +226,16 @@ fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             Span::raw(sanitize(path).into_owned()),
             Span::styled("▏ Enter write · Esc cancel", theme.dim()),
         ]),
+        Mode::ConfirmOverwrite { path, .. } => Line::from(vec![
+            Span::styled(
+                format!(
+                    "{} exists — overwrite? ",
+                    sanitize(&path.display().to_string())
+                ),
+                theme.heading(),
+            ),
+            Span::styled("y overwrite · any other key keeps it", theme.dim()),
+        ]),
         Mode::Normal => match &app.message {
             Some(notice) => Line::from(Span::styled(
                 sanitize(&strings::notice(notice)).into_owned(),

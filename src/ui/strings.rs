@@ -87,6 +87,7 @@ pub fn notice(notice: &Notice) -> String {
         Notice::NoSuchCall(call) => format!("{call} is not in this rollout's tree"),
         Notice::Exported(path) => format!("wrote {}", path.display()),
         Notice::ExportFailed(error) => format!("export failed: {error}"),
+        Notice::NotOverwritten(path) => format!("{} left as it was", path.display()),
         Notice::Store(text) => text.clone(),
     }
 }

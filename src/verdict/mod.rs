@@ -258,8 +258,15 @@ fn finish(mut analysis: Analysis) -> Analysis {
     if analysis.error.is_some() {
         analysis.mask_sample = true;
     }
+    // A file that cannot be read at all (not a regular file, no permission, a symlink
+    // loop) is no capture in progress: the rollout is masked now, not pending.
+    let unreadable = analysis
+        .capture
+        .issues
+        .iter()
+        .any(|i| i.fatal && i.kind == crate::store::IssueKind::Io);
     analysis.verdict = match analysis.lifecycle {
-        Lifecycle::Live => Verdict::Pending,
+        Lifecycle::Live if !unreadable => Verdict::Pending,
         _ if analysis.mask_sample => Verdict::Masked,
         _ => Verdict::Ok,
     };
