@@ -82,6 +82,10 @@ pub enum GapFact {
     NoTokenRecord,
     /// An observed reference no model call of the row resolves.
     UnresolvedReference(ObservedCall),
+    /// A reference whose key several model calls of the row share.
+    AmbiguousReference(ObservedCall),
+    /// A model call of the row without a `model_call_id` (its position).
+    UnidentifiedCall(usize),
     /// A token record no invocation owns.
     UnownedRecord,
     /// An invocation on a parent cycle.
@@ -111,6 +115,8 @@ impl GapFact {
             GapFact::NoRow
             | GapFact::NoTokenRecord
             | GapFact::UnresolvedReference(_)
+            | GapFact::AmbiguousReference(_)
+            | GapFact::UnidentifiedCall(_)
             | GapFact::UnownedRecord
             | GapFact::InvocationCycle(_)
             | GapFact::ToolSpanCycle(_) => GapKind::Join,

@@ -71,9 +71,19 @@ fn rows_are_read_leniently_with_problems_located() {
         31,
         "30 rollouts and one row for no rollout"
     );
-    assert_eq!(rows.problems.len(), 1);
-    assert_eq!(rows.problems[0].source.line, 32);
-    assert!(rows.problems[0].message.contains("malformed"));
+    // The malformed line, and the record of unknown kind (kept, and said so).
+    let problems: Vec<(usize, &str)> = rows
+        .problems
+        .iter()
+        .map(|p| (p.source.line, p.message.as_str()))
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|(line, m)| *line == 32 && m.contains("malformed"))
+    );
+    assert!(problems.iter().any(|(_, m)| m.contains("budget_event")));
     let ids = analyses.iter().map(|a| a.rollout_id()).collect();
     assert_eq!(rows.unmatched(&ids), vec!["9-9-a9"]);
     // Schema 1.0 without capture_key joins by rollout_id.

@@ -457,3 +457,117 @@ fn headless_build_reports_rows_and_their_problems() {
     assert_eq!(masked, 1);
     assert!(reports.iter().all(|r| r["observations"].is_object()));
 }
+
+/// A temp dir with the fixture's rows for 0-0 under `name`, changed by `change`.
+fn rows_file(dir: &std::path::Path, name: &str, change: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut row = raw_rows()[0].1.clone();
+    change(&mut row);
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{row}\n")).unwrap();
+    path
+}
+
+fn summary_of(rows: &Rows, id: &str) -> Value {
+    let stores = vec![PathBuf::from(STORE)];
+    let location = tokscope::load::locate(&stores, &[id.to_owned()]).unwrap()[0].clone();
+    let options = tokscope::load::options_for(&VerdictOptions::default(), rows, &location);
+    let analysis = analyze(tokscope::store::read_capture(&location), &options);
+    summary(analysis.options.observations.as_ref().unwrap(), &analysis)
+}
+
+#[test]
+fn a_stale_failure_row_never_replaces_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = rows_file(dir.path(), "rollouts.jsonl", |_| {});
+    rows_file(dir.path(), "rollouts_failures.jsonl", |row| {
+        row["_ng_failure_class"] = serde_json::json!("judge_failed");
+        row["ng_trajectory"]["invocations"] = serde_json::json!([]);
+    });
+    let rows = Rows::read(&[dir.path().to_path_buf()]);
+    let used = rows.by_rollout["0-0"].source.clone().unwrap();
+    assert_eq!(used.file, good);
+    assert!(rows.by_rollout["0-0"].replaced.is_empty());
+    assert_eq!(rows.problems.len(), 1, "{:?}", rows.problems);
+    let message = &rows.problems[0].message;
+    assert!(
+        message.contains("failed attempt") && message.contains("rollouts.jsonl:1"),
+        "{message}"
+    );
+    assert_eq!(summary_of(&rows, "0-0")["invocations"], 1);
+}
+
+#[test]
+fn one_file_read_under_two_spellings_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = rows_file(dir.path(), "rollouts.jsonl", |_| {});
+    let other = dir.path().join(".").join("rollouts.jsonl");
+    let mut rows = Rows::read(&[file.clone(), other, file]);
+    rows.discover(&[dir.path().to_path_buf()]);
+    assert!(rows.problems.is_empty(), "{:?}", rows.problems);
+    assert_eq!(rows.files.len(), 1);
+}
+
+#[test]
+fn repeats_unknown_records_and_ambiguous_references_are_counted_and_told() {
+    let dir = tempfile::tempdir().unwrap();
+    rows_file(dir.path(), "rollouts.jsonl", |row| {
+        // The harness repeated a tool call id in one invocation: both are tool calls.
+        let tools = row["ng_trajectory"]["tool_calls"].as_array_mut().unwrap();
+        let mut again = tools[0].clone();
+        again["status"] = serde_json::json!("failed");
+        tools.push(again);
+        // A fifth captured call shares the first one's response key; a reference names it.
+        let calls = row["ng_model_call_capture"]["calls"]
+            .as_array_mut()
+            .unwrap();
+        let mut twin = calls[0].clone();
+        twin["model_call_id"] = serde_json::json!("twin-call");
+        calls.push(twin);
+        let model_calls = row["ng_trajectory"]["model_calls"].as_array_mut().unwrap();
+        let mut twin = model_calls[0].clone();
+        twin["model_call_id"] = serde_json::json!("twin-call");
+        model_calls.push(twin);
+        // A bundle with a record of unknown kind and an unreadable one.
+        row["ng_agent_observations"] = serde_json::json!({"source": "x", "gaps": [],
+            "records": [{"kind": "subagent_message", "invocation_id": "root"},
+                        {"kind": "tool_call", "invocation_id": "root", "tool_call_id": null}]});
+    });
+    let rows = Rows::read(&[dir.path().to_path_buf()]);
+    let told: Vec<&str> = rows.problems.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        told.iter()
+            .any(|m| m.contains("tool call without tool_call_id")),
+        "{told:?}"
+    );
+    assert!(
+        told.iter().any(|m| m.contains("subagent_message")),
+        "{told:?}"
+    );
+    let counts = summary_of(&rows, "0-0");
+    assert_eq!(
+        counts["tool_calls"],
+        serde_json::json!({"completed": 1, "failed": 1})
+    );
+    assert_eq!(counts["unreadable_records"], 1);
+    assert_eq!(counts["unknown_records"], 1);
+    // The ambiguous reference adds no call: the five captured, the twin without a record.
+    assert_eq!(
+        counts["model_calls"],
+        serde_json::json!({"observed": 5, "joined": 4, "unjoined": 1})
+    );
+    let analysis = {
+        let stores = vec![PathBuf::from(STORE)];
+        let location = tokscope::load::locate(&stores, &["0-0".to_owned()]).unwrap()[0].clone();
+        let options = tokscope::load::options_for(&VerdictOptions::default(), &rows, &location);
+        analyze(tokscope::store::read_capture(&location), &options)
+    };
+    let gaps = tokscope::observe::graph::rollout_gaps(&analysis);
+    assert!(
+        gaps.iter()
+            .any(|g| matches!(g.fact, tokscope::gaps::GapFact::AmbiguousReference(_))),
+        "{gaps:?}"
+    );
+    // Both tool calls of the repeated id are drawn.
+    let text = graph_text(&analysis);
+    assert_eq!(text.matches("⚒ tool python").count(), 2, "{text}");
+}

@@ -338,6 +338,10 @@ impl Builder<'_> {
                     self.tool_tree(depth + 1, tool, &tools, &mut placed_tools);
                 }
             }
+            // Tools on a span cycle have no root above them: drawn too, flagged.
+            for tool in &tools {
+                self.tool_tree(depth + 1, tool, &tools, &mut placed_tools);
+            }
             // Subagents next (pushed in reverse so they come out in order).
             let children: Vec<usize> = (0..obs.invocations.len())
                 .filter(|&c| {
@@ -357,11 +361,12 @@ impl Builder<'_> {
         depth: usize,
         root: &ToolCall,
         tools: &[&ToolCall],
-        placed: &mut HashSet<String>,
+        placed: &mut HashSet<usize>,
     ) {
         let mut stack = vec![(root, depth)];
         while let Some((tool, depth)) = stack.pop() {
-            if !placed.insert(tool.id.clone()) {
+            // By identity, not id: a harness may repeat a tool call id.
+            if !placed.insert(std::ptr::from_ref(tool) as usize) {
                 continue;
             }
             self.tool(depth, tool);
@@ -399,6 +404,21 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
         }
     }
     builder.invocations();
+    // Tools of an invocation the row does not hold: still shown.
+    let invocation_ids: HashSet<&str> = obs.invocations.iter().map(|i| i.id.as_str()).collect();
+    let orphans: Vec<&ToolCall> = obs
+        .tool_calls
+        .iter()
+        .filter(|t| {
+            t.invocation_id
+                .as_deref()
+                .is_none_or(|id| !invocation_ids.contains(id))
+        })
+        .collect();
+    let mut placed = HashSet::new();
+    for tool in &orphans {
+        builder.tool_tree(0, tool, &orphans, &mut placed);
+    }
     // Compactions of an invocation the row does not hold: still shown.
     for index in 0..obs.compactions.len() {
         builder.compaction(0, index, true);
@@ -484,7 +504,13 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
             response @ ObservedCall::Response { .. } => {
                 gaps.push(Gap::general(GapFact::UnresolvedReference(response)))
             }
+            ObservedCall::Unidentified(index) => {
+                gaps.push(Gap::general(GapFact::UnidentifiedCall(index)))
+            }
         }
+    }
+    for reference in obs.ambiguous_references() {
+        gaps.push(Gap::general(GapFact::AmbiguousReference(reference)));
     }
     for record in analysis.capture.records.iter() {
         if !referenced.contains(&record.model_call_id) {
@@ -534,6 +560,9 @@ pub fn summary(obs: &Observations, analysis: &Analysis) -> Value {
         "verifier_invocations": obs.verifiers.len(),
         "sandboxes": obs.sandboxes.len(),
         "gaps": codes,
+        "unreadable_records": obs.problems.len(),
+        "unknown_records": obs.unknown.len(),
+        "failure_class": obs.failure_class,
         "join_gaps": gaps(obs, analysis).iter().filter(|g| g.kind() == GapKind::Join).count(),
     })
 }

@@ -2,7 +2,7 @@
 //! producer's keys: the trajectory first (rollout collection already merged the bundle and the
 //! capture into it), then the agent's bundle, the capture, the verifier invocations.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -66,7 +66,9 @@ pub(crate) const OBSERVATION_KEYS: [&str; 4] = [
 struct RowReader {
     obs: Observations,
     invocations: HashSet<String>,
-    tools: HashSet<(Option<String>, String)>,
+    /// The last tool call of each (invocation, tool call id): where a bundle's observation
+    /// of it merges.
+    tools: HashMap<(Option<String>, String), usize>,
     gaps: HashSet<GapKey>,
 }
 
@@ -91,31 +93,64 @@ impl RowReader {
         }
     }
 
-    /// The trajectory's tool calls come first: rollout collection has already merged the
-    /// bundle's observation of the same (invocation, tool call) into them.
-    fn tool(&mut self, v: &Value) {
-        let Some(id) = text(v, "tool_call_id") else {
-            self.problem("tool call without tool_call_id", v);
+    /// A tool call of the trajectory: each kept (a harness may repeat a tool call id within
+    /// an invocation; the producer keeps both).
+    fn trajectory_tool(&mut self, v: &Value) {
+        if let Some(tool) = self.read_tool(v) {
+            let key = (tool.invocation_id.clone(), tool.id.clone());
+            self.tools.insert(key, self.obs.tool_calls.len());
+            self.obs.tool_calls.push(tool);
+        }
+    }
+
+    /// A tool call of the agent's bundle: merged into the last one with the same (invocation,
+    /// tool call id), as rollout collection merges it (an `unknown` status never replaces a
+    /// known one); else a new tool call.
+    fn bundle_tool(&mut self, v: &Value) {
+        let Some(tool) = self.read_tool(v) else {
             return;
         };
-        let invocation_id = text(v, "invocation_id");
-        if self.tools.insert((invocation_id.clone(), id.clone())) {
-            self.obs.tool_calls.push(ToolCall {
-                id,
-                span_id: text(v, "span_id"),
-                parent_span_id: text(v, "parent_span_id"),
-                invocation_id,
-                name: text(v, "tool_name"),
-                status: text(v, "status").unwrap_or_else(|| "unknown".into()),
-                duration_ms: number(v, "duration_ms"),
-                sandbox_id: text(v, "sandbox_id"),
-                model_call_id: text(v, "model_call_id").or_else(|| {
-                    v.get("model_call_ref")
-                        .and_then(|r| text(r, "model_call_id"))
-                }),
-                raw: v.clone(),
-            });
+        let key = (tool.invocation_id.clone(), tool.id.clone());
+        match self.tools.get(&key) {
+            Some(&at) => {
+                let known = &mut self.obs.tool_calls[at];
+                if tool.status != "unknown" {
+                    known.status = tool.status;
+                }
+                known.name = tool.name.or(known.name.take());
+                known.duration_ms = tool.duration_ms.or(known.duration_ms);
+                known.sandbox_id = tool.sandbox_id.or(known.sandbox_id.take());
+                known.span_id = tool.span_id.or(known.span_id.take());
+                known.parent_span_id = tool.parent_span_id.or(known.parent_span_id.take());
+                known.model_call_id = tool.model_call_id.or(known.model_call_id.take());
+            }
+            None => {
+                self.tools.insert(key, self.obs.tool_calls.len());
+                self.obs.tool_calls.push(tool);
+            }
         }
+    }
+
+    fn read_tool(&mut self, v: &Value) -> Option<ToolCall> {
+        let Some(id) = text(v, "tool_call_id") else {
+            self.problem("tool call without tool_call_id", v);
+            return None;
+        };
+        Some(ToolCall {
+            id,
+            span_id: text(v, "span_id"),
+            parent_span_id: text(v, "parent_span_id"),
+            invocation_id: text(v, "invocation_id"),
+            name: text(v, "tool_name"),
+            status: text(v, "status").unwrap_or_else(|| "unknown".into()),
+            duration_ms: number(v, "duration_ms"),
+            sandbox_id: text(v, "sandbox_id"),
+            model_call_id: text(v, "model_call_id").or_else(|| {
+                v.get("model_call_ref")
+                    .and_then(|r| text(r, "model_call_id"))
+            }),
+            raw: v.clone(),
+        })
     }
 
     /// A trajectory model call (`TrajectoryModelCall`).
@@ -257,6 +292,7 @@ impl Observations {
     pub fn from_row(row: &Value, source: Option<RowSource>) -> Observations {
         let mut reader = RowReader::default();
         reader.obs.source = source;
+        reader.obs.failure_class = text(row, "_ng_failure_class");
         let part = |key: &str| row.get(key).filter(|t| t.is_object());
         if let Some(t) = part("ng_trajectory") {
             for v in list(t, "invocations") {
@@ -269,7 +305,7 @@ impl Observations {
                 reader.obs.turn_calls.extend(call_refs(turn, "model_calls"));
             }
             for v in list(t, "tool_calls") {
-                reader.tool(v);
+                reader.trajectory_tool(v);
             }
             for v in list(t, "verifier_invocations") {
                 reader.verifier(v);
@@ -282,7 +318,7 @@ impl Observations {
             for v in list(b, "records") {
                 match v.get("kind").and_then(Value::as_str) {
                     Some("agent_invocation") => reader.invocation(v),
-                    Some("tool_call") => reader.tool(v),
+                    Some("tool_call") => reader.bundle_tool(v),
                     Some("context_compaction") => reader.compaction(v),
                     Some("sandbox") => reader.sandbox(v),
                     Some(kind) => reader.obs.unknown.push((kind.to_owned(), v.clone())),

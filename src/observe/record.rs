@@ -68,6 +68,8 @@ pub struct CallRef {
 pub enum ObservedCall {
     /// A `model_call_id` (the token store's key).
     Id(String),
+    /// A model call of the row's list that carries no `model_call_id` (its position).
+    Unidentified(usize),
     /// A reference that no model call of the row resolves: model ref and response id.
     Response {
         /// The model server, when named.
@@ -86,6 +88,9 @@ impl std::fmt::Display for ObservedCall {
                 response_id,
             } => write!(f, "response {response_id} of {model_ref}"),
             ObservedCall::Response { response_id, .. } => write!(f, "response {response_id}"),
+            ObservedCall::Unidentified(index) => {
+                write!(f, "unidentified model call #{}", index + 1)
+            }
         }
     }
 }
@@ -246,6 +251,19 @@ impl ObservationGap {
     }
 }
 
+/// How a reference joins the row's model calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// A model call id (given, or the one call with the reference's key).
+    Id(String),
+    /// The one call with the reference's key, which carries no id (its position).
+    Call(usize),
+    /// Several calls have the reference's key.
+    Ambiguous,
+    /// No call has it (or the reference names nothing).
+    Unmatched,
+}
+
 /// Everything a row observed about one rollout.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observations {
@@ -259,6 +277,8 @@ pub struct Observations {
     pub model_calls: Vec<ModelCall>,
     /// Model calls the trajectory's turns name.
     pub turn_calls: Vec<CallRef>,
+    /// `_ng_failure_class` of the row: a failed attempt (rollout collection's sidecar).
+    pub failure_class: Option<String>,
     /// Tool calls.
     pub tool_calls: Vec<ToolCall>,
     /// Compactions.
@@ -282,30 +302,61 @@ impl Observations {
     /// producer's join key (model ref + response id), when exactly one call has it. Never by
     /// timing or content.
     pub fn resolve(&self, reference: &CallRef) -> Option<String> {
-        if let Some(id) = &reference.model_call_id {
-            return Some(id.clone());
+        match self.lookup(reference) {
+            Lookup::Id(id) => Some(id),
+            _ => None,
         }
-        let response = reference.response_id.as_ref()?;
-        let mut matches = self.model_calls.iter().filter(|m| {
-            m.response_id.as_ref() == Some(response) && m.model_ref == reference.model_ref
-        });
-        let first = matches.next()?;
-        if matches.next().is_some() {
-            return None;
-        }
-        first.model_call_id.clone()
     }
 
-    /// What a reference identifies, for counting: its model call id when it resolves, else its
-    /// response key; `None` for a reference that names nothing.
-    pub fn observed(&self, reference: &CallRef) -> Option<ObservedCall> {
-        if let Some(id) = self.resolve(reference) {
-            return Some(ObservedCall::Id(id));
+    /// How a reference joins the row's model calls: by its id, else by the producer's key
+    /// (model ref + response id) when exactly one call has it.
+    pub fn lookup(&self, reference: &CallRef) -> Lookup {
+        if let Some(id) = &reference.model_call_id {
+            return Lookup::Id(id.clone());
         }
-        Some(ObservedCall::Response {
-            model_ref: reference.model_ref.clone(),
-            response_id: reference.response_id.clone()?,
-        })
+        let Some(response) = reference.response_id.as_ref() else {
+            return Lookup::Unmatched;
+        };
+        let mut matches = self.model_calls.iter().enumerate().filter(|(_, m)| {
+            m.response_id.as_ref() == Some(response) && m.model_ref == reference.model_ref
+        });
+        match (matches.next(), matches.next()) {
+            (None, _) => Lookup::Unmatched,
+            (Some(_), Some(_)) => Lookup::Ambiguous,
+            (Some((index, call)), None) => match &call.model_call_id {
+                Some(id) => Lookup::Id(id.clone()),
+                None => Lookup::Call(index),
+            },
+        }
+    }
+
+    /// What a reference identifies, for counting: the call it resolves to, else its response
+    /// key when no call has it; `None` when it names nothing or is ambiguous (it then names
+    /// calls the row already counts).
+    pub fn observed(&self, reference: &CallRef) -> Option<ObservedCall> {
+        match self.lookup(reference) {
+            Lookup::Id(id) => Some(ObservedCall::Id(id)),
+            Lookup::Call(index) => Some(ObservedCall::Unidentified(index)),
+            Lookup::Ambiguous => None,
+            Lookup::Unmatched => Some(ObservedCall::Response {
+                model_ref: reference.model_ref.clone(),
+                response_id: reference.response_id.clone()?,
+            }),
+        }
+    }
+
+    /// References that match several model calls of the row (the producer's
+    /// `model_call_reference_ambiguous`): their keys, each once.
+    pub fn ambiguous_references(&self) -> BTreeSet<ObservedCall> {
+        self.all_refs()
+            .filter(|r| self.lookup(r) == Lookup::Ambiguous)
+            .filter_map(|r| {
+                Some(ObservedCall::Response {
+                    model_ref: r.model_ref.clone(),
+                    response_id: r.response_id.clone()?,
+                })
+            })
+            .collect()
     }
 
     /// The model call a served response id names, matched on the response id alone (an
@@ -326,13 +377,11 @@ impl Observations {
     /// call an invocation, turn, compaction or verifier names, each counted once.
     pub fn observed_calls(&self) -> BTreeSet<ObservedCall> {
         let mut calls = BTreeSet::new();
-        for call in &self.model_calls {
-            let reference = CallRef {
-                model_call_id: call.model_call_id.clone(),
-                model_ref: call.model_ref.clone(),
-                response_id: call.response_id.clone(),
-            };
-            calls.extend(self.observed(&reference));
+        for (index, call) in self.model_calls.iter().enumerate() {
+            calls.insert(match &call.model_call_id {
+                Some(id) => ObservedCall::Id(id.clone()),
+                None => ObservedCall::Unidentified(index),
+            });
         }
         calls.extend(self.all_refs().filter_map(|r| self.observed(r)));
         calls
@@ -495,16 +544,9 @@ mod tests {
         assert_eq!(obs.resolve(&reference(None, "resp-1")), None);
         // Two calls with the same key: ambiguous, not joined.
         assert_eq!(obs.resolve(&reference(Some("policy"), "resp-3")), None);
-        assert_eq!(
-            obs.observed(&reference(Some("policy"), "resp-3")),
-            Some(ObservedCall::Response {
-                model_ref: Some(ModelRef {
-                    kind: "responses_api_models".into(),
-                    name: "policy".into()
-                }),
-                response_id: "resp-3".into()
-            })
-        );
+        // Ambiguous: no new call (both are counted already), and reported as such.
+        assert_eq!(obs.observed(&reference(Some("policy"), "resp-3")), None);
+        assert_eq!(obs.observed_calls().len(), 4);
     }
 
     #[test]

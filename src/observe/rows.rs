@@ -118,11 +118,17 @@ impl Rows {
     pub fn discover(&mut self, store_dirs: &[PathBuf]) {
         for dir in store_dirs {
             for file in row_files(dir) {
-                if !self.files.contains(&file) {
-                    self.read_file(&file);
-                }
+                self.read_file(&file);
             }
         }
+    }
+
+    /// Whether `file` was read already, under this or another spelling of its path.
+    fn already_read(&self, file: &Path) -> bool {
+        let canonical = file.canonicalize().ok();
+        self.files.iter().any(|known| {
+            known == file || (canonical.is_some() && known.canonicalize().ok() == canonical)
+        })
     }
 
     fn problem(&mut self, source: RowSource, message: String) {
@@ -130,6 +136,9 @@ impl Rows {
     }
 
     fn read_file(&mut self, file: &Path) {
+        if self.already_read(file) {
+            return;
+        }
         let bytes = match crate::store::open::read_regular(file).map(Option::unwrap_or_default) {
             Ok(bytes) => bytes,
             Err(error) => {
@@ -192,20 +201,65 @@ impl Rows {
         }
     }
 
-    /// Rollout collection appends to its results file, so a re-run appends a newer row for the
-    /// same rollout: the later row is used, and the replacement reported.
+    /// A row for rollout `key`. Rollout collection appends to its results file, so a re-run
+    /// appends a newer row for the same rollout to the same file: the later row is used. A
+    /// failed attempt's row (`_ng_failure_class`, from the failures sidecar, which a re-run does
+    /// not clear) never replaces a row without one. Either way both rows are named.
     fn insert(&mut self, key: String, row: &Value, source: RowSource) {
         let mut observations = Observations::from_row(row, Some(source.clone()));
-        if let Some(previous) = self.by_rollout.remove(&key) {
+        for problem in &observations.problems {
+            self.problem(source.clone(), format!("rollout {key}: {problem}"));
+        }
+        if !observations.unknown.is_empty() {
+            let kinds: Vec<&str> = observations
+                .unknown
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            self.problem(
+                source.clone(),
+                format!(
+                    "rollout {key}: {} record(s) of a kind this reader does not know ({}), \
+                     kept and shown in the graph",
+                    kinds.len(),
+                    kinds.join(", ")
+                ),
+            );
+        }
+        if let Some(previous) = self.by_rollout.get(&key) {
             let earlier = previous.source.clone();
+            let same_file = earlier.as_ref().is_some_and(|e| e.file == source.file);
+            if !same_file
+                && previous.failure_class.is_none()
+                && observations.failure_class.is_some()
+            {
+                let class = observations.failure_class.as_deref().unwrap_or_default();
+                let used = earlier.map_or_else(String::new, |e| format!(" at {e}"));
+                self.problem(
+                    source,
+                    format!(
+                        "rollout {key}: this failed attempt's row ({class}) is not used; the \
+                         row{used} is the rollout's result"
+                    ),
+                );
+                return;
+            }
+            let Some(previous) = self.by_rollout.remove(&key) else {
+                return;
+            };
             observations.replaced = previous.replaced;
             observations.replaced.extend(earlier.clone());
-            let message = match earlier {
-                Some(earlier) => format!(
-                    "a second row for rollout {key}: it replaces the row at {earlier} (a re-run \
+            let earlier = earlier.map_or_else(String::new, |e| format!(" at {e}"));
+            let message = if same_file {
+                format!(
+                    "a second row for rollout {key}: it replaces the row{earlier} (a re-run \
                      appended it; the later row is used)"
-                ),
-                None => format!("a second row for rollout {key}: the later row is used"),
+                )
+            } else {
+                format!(
+                    "another row for rollout {key}: it replaces the row{earlier} (in another \
+                     file; the one read last is used)"
+                )
             };
             self.problem(source, message);
         }

@@ -151,6 +151,13 @@ pub fn describe(fact: &GapFact) -> String {
             "observed model call ({call}) that no model call of the row resolves, so no \
              token record joins it"
         ),
+        GapFact::AmbiguousReference(call) => {
+            format!("a reference to {call} matches several model calls of the row: joined to none")
+        }
+        GapFact::UnidentifiedCall(index) => format!(
+            "model call #{} of the row has no model_call_id: no token record can join it",
+            index + 1
+        ),
         GapFact::UnownedRecord => "token record that no invocation owns".into(),
         GapFact::InvocationCycle(id) => format!("invocation {id} is on a parent cycle"),
         GapFact::ToolSpanCycle(span) => format!("tool span {span} is on a parent-span cycle"),
