@@ -150,7 +150,8 @@ fn converge(mode: WatchMode) {
         {
             StoreEvent::Ready => break,
             StoreEvent::Error(e) => panic!("{e}"),
-            StoreEvent::Updated(_) => {}
+            StoreEvent::StoreGone(dir) => panic!("{} gone", dir.display()),
+            StoreEvent::Updated(_) | StoreEvent::StoreBack(_) => {}
         }
     }
     write_store(&dir);
@@ -163,7 +164,8 @@ fn converge(mode: WatchMode) {
                 latest.insert(analysis.capture.location.clone(), *analysis);
             }
             Ok(StoreEvent::Error(e)) => panic!("{e}"),
-            Ok(StoreEvent::Ready) => {}
+            Ok(StoreEvent::StoreGone(dir)) => panic!("{} gone", dir.display()),
+            Ok(StoreEvent::Ready | StoreEvent::StoreBack(_)) => {}
             Err(_) => break,
         }
     }
@@ -395,4 +397,55 @@ fn rows_in_the_store_are_followed_with_events() {
 #[test]
 fn rows_in_the_store_are_followed_when_polling() {
     rows_follow(WatchMode::Poll(Duration::from_millis(20)));
+}
+
+fn store_deleted_and_recreated(mode: WatchMode) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let handle = watch(
+        vec![dir.clone()],
+        WatchOptions {
+            mode,
+            ..WatchOptions::default()
+        },
+    );
+    let mut rollout = linear_rollout("r", 2, &mut Rng::new(7), 5, false, true);
+    rollout.frozen = true;
+    rollout.write(&dir).unwrap();
+    let next = |wanted: &dyn Fn(&StoreEvent) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(event) = handle.events.recv_timeout(Duration::from_millis(200))
+                && wanted(&event)
+            {
+                return event;
+            }
+        }
+        panic!("no such event");
+    };
+    next(&|e| matches!(e, StoreEvent::Updated(a) if a.capture.records.len() == 2));
+    // Renamed away: reported, and the rollout is gone with it.
+    let aside = temp.path().join("aside");
+    std::fs::rename(&dir, &aside).unwrap();
+    next(&|e| matches!(e, StoreEvent::StoreGone(d) if *d == dir));
+    // Back under the same path (a new directory): followed again, new writes seen.
+    std::fs::create_dir(&dir).unwrap();
+    next(&|e| matches!(e, StoreEvent::StoreBack(d) if *d == dir));
+    let mut again = linear_rollout("s", 3, &mut Rng::new(8), 5, false, true);
+    again.frozen = true;
+    again.write(&dir).unwrap();
+    next(
+        &|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "s" && a.capture.records.len() == 3),
+    );
+}
+
+#[test]
+fn a_deleted_store_is_reported_and_followed_when_back_with_events() {
+    store_deleted_and_recreated(WatchMode::Events);
+}
+
+#[test]
+fn a_deleted_store_is_reported_and_followed_when_back_when_polling() {
+    store_deleted_and_recreated(WatchMode::Poll(Duration::from_millis(50)));
 }

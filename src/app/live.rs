@@ -26,6 +26,8 @@ pub struct Live {
     pub recent: HashMap<usize, Instant>,
     /// When each in-flight call was first seen (rollout index, call id).
     pub in_flight_since: HashMap<(usize, String), Instant>,
+    /// Followed directories that were deleted or renamed away (until they are back).
+    pub gone: std::collections::BTreeSet<std::path::PathBuf>,
 }
 
 impl Live {
@@ -119,6 +121,14 @@ impl App {
                 }
                 StoreEvent::Error(error) => self.message = Some(Notice::Store(error)),
                 StoreEvent::Ready => self.live.ready = true,
+                StoreEvent::StoreGone(dir) => {
+                    self.message = Some(Notice::StoreGone(dir.clone()));
+                    self.live.gone.insert(dir);
+                }
+                StoreEvent::StoreBack(dir) => {
+                    self.message = Some(Notice::StoreBack(dir.clone()));
+                    self.live.gone.remove(&dir);
+                }
             }
         }
         self.after_change(kept);

@@ -40,6 +40,10 @@ pub enum Notice {
     NotOverwritten(PathBuf),
     /// What the store watcher or the rows reader reported (already worded by them).
     Store(String),
+    /// A followed directory was deleted or renamed away.
+    StoreGone(PathBuf),
+    /// A followed directory is back and followed again.
+    StoreBack(PathBuf),
 }
 
 /// One difference a what-if made to the open rollout.

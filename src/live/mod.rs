@@ -114,6 +114,10 @@ pub enum StoreEvent {
     Error(String),
     /// The initial scan is complete.
     Ready,
+    /// A followed directory was deleted or renamed away.
+    StoreGone(PathBuf),
+    /// A followed directory is there again (recreated or renamed back): followed anew.
+    StoreBack(PathBuf),
 }
 
 /// Every rollout of some store directories, followed incrementally.
@@ -238,7 +242,12 @@ impl LiveStore {
     pub fn rescan(&mut self) -> Result<Vec<Analysis>, StoreDirError> {
         let mut found = Vec::new();
         for dir in &self.dirs {
-            found.extend(crate::store::discover(dir)?);
+            match crate::store::discover(dir) {
+                Ok(locations) => found.extend(locations),
+                // A directory that went away is reported by the watch; its rollouts are gone.
+                Err(error) if error.source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
         }
         found.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
         let mut changes = Vec::new();

@@ -99,6 +99,90 @@ fn send_all(
     }
 }
 
+/// Whether each followed directory is still the directory it was.
+struct Presence {
+    dirs: Vec<(PathBuf, Option<(u64, u64)>)>,
+    checked: Instant,
+}
+
+/// How often a directory's presence is checked.
+const PRESENCE_EVERY: Duration = Duration::from_millis(500);
+
+fn identity(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
+}
+
+impl Presence {
+    fn new(dirs: &[PathBuf]) -> Presence {
+        Presence {
+            dirs: dirs.iter().map(|d| (d.clone(), identity(d))).collect(),
+            checked: Instant::now(),
+        }
+    }
+
+    /// Directories gone and directories back since the last check (at most every
+    /// [`PRESENCE_EVERY`]). A directory replaced by another at the same path is both.
+    fn check(&mut self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let (mut gone, mut back) = (Vec::new(), Vec::new());
+        if self.checked.elapsed() < PRESENCE_EVERY {
+            return (gone, back);
+        }
+        self.checked = Instant::now();
+        for (dir, known) in &mut self.dirs {
+            let now = identity(dir);
+            if now == *known {
+                continue;
+            }
+            if known.is_some() {
+                gone.push(dir.clone());
+            }
+            if now.is_some() {
+                back.push(dir.clone());
+            }
+            *known = now;
+        }
+        (gone, back)
+    }
+}
+
+/// Report directories gone or back; follow the ones back anew (events mode re-subscribes).
+fn send_presence(
+    sender: &Sender<StoreEvent>,
+    presence: &mut Presence,
+    watcher: Option<&mut notify::RecommendedWatcher>,
+    store: &mut LiveStore,
+) -> bool {
+    let (gone, back) = presence.check();
+    if gone.is_empty() && back.is_empty() {
+        return true;
+    }
+    if let Some(watcher) = watcher {
+        for dir in &back {
+            let _ = watcher.unwatch(dir);
+            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "{}: cannot watch ({error})",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    let events = gone
+        .into_iter()
+        .map(StoreEvent::StoreGone)
+        .chain(back.into_iter().map(StoreEvent::StoreBack));
+    for event in events {
+        if sender.send(event).is_err() {
+            return false;
+        }
+    }
+    send_all(sender, store.rescan())
+}
+
 /// Rows changed: send every rollout judged anew, then what the rows file holds that is worth
 /// saying (a re-run appended, a malformed line).
 fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
@@ -154,10 +238,14 @@ fn run(
     if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
+    let mut presence = Presence::new(&dirs);
     match options.mode {
         WatchMode::Poll(interval) => {
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(interval);
+                if !send_presence(&sender, &mut presence, None, &mut store) {
+                    return;
+                }
                 // Compared with the stamp taken when the rows were read, not when polling
                 // began: a rows file written in between is not missed.
                 if store.rows_moved() && !send_rows(&sender, &mut store) {
@@ -170,6 +258,10 @@ fn run(
         }
         WatchMode::Events => {
             while !stop.load(Ordering::Relaxed) {
+                // Deleting or renaming a watched directory ends its events: check it directly.
+                if !send_presence(&sender, &mut presence, watcher.as_mut(), &mut store) {
+                    return;
+                }
                 let first = match fs_events.recv_timeout(Duration::from_millis(100)) {
                     Ok(event) => event,
                     Err(RecvTimeoutError::Timeout) => continue,

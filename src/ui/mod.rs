@@ -116,7 +116,12 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         spans.push(Span::raw(" "));
     } else if app.live.watching {
         let live = &app.live;
-        if live.paused {
+        if let Some(dir) = live.gone.iter().next() {
+            spans.push(Span::styled(
+                format!("⚠ STORE GONE {} ", sanitize(&dir.display().to_string())),
+                theme.problem().patch(theme.selected()),
+            ));
+        } else if live.paused {
             spans.push(Span::styled(
                 format!("❚❚ PAUSED · {} changes waiting ", live.pending.len()),
                 theme.heading().patch(theme.selected()),

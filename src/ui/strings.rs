@@ -89,6 +89,11 @@ pub fn notice(notice: &Notice) -> String {
         Notice::ExportFailed(error) => format!("export failed: {error}"),
         Notice::NotOverwritten(path) => format!("{} left as it was", path.display()),
         Notice::Store(text) => text.clone(),
+        Notice::StoreGone(dir) => format!(
+            "{} was deleted or renamed; following it again when it is back",
+            dir.display()
+        ),
+        Notice::StoreBack(dir) => format!("{} is back: followed again", dir.display()),
     }
 }
 
