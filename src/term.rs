@@ -121,8 +121,10 @@ fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std:
                 return Ok(Ended::TerminalLost);
             }
         }
-        // Ages and highlights move with the clock: redraw at least twice a second.
-        if dirty || last_draw.elapsed() >= Duration::from_millis(500) {
+        // Ages and highlights move with the clock: then redraw twice a second; an idle
+        // screen is not redrawn at all.
+        let clock = app.animating() && last_draw.elapsed() >= Duration::from_millis(500);
+        if dirty || clock {
             let mut drawn = Drawn::default();
             if terminal
                 .draw(|frame| drawn = draw(frame, &app, theme))

@@ -498,3 +498,56 @@ fn alarm_when_too_many_frozen_rollouts_are_masked() {
     app.max_mask_fraction = Some(0.5);
     assert!(!screen(&app).contains("ALARM"));
 }
+
+#[test]
+fn huge_fields_are_shown_bounded_and_an_idle_screen_is_not_redrawn() {
+    use tokscope_testkit::{Call, Rollout};
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "x".repeat(1 << 20);
+    let mut call = Call::root("c1", vec![1, 2, 3], vec![4, 5], 1.0);
+    call.output_items = Some(vec![
+        serde_json::json!({"type": "message", "role": "assistant",
+        "content": [{"type": "output_text", "text": huge}]}),
+    ]);
+    call.overrides
+        .insert("vendor_blob".into(), serde_json::json!({"data": huge}));
+    let rollout = Rollout {
+        id: "big".into(),
+        calls: vec![call],
+        frozen: true,
+        ..Rollout::default()
+    };
+    rollout.write(dir.path()).unwrap();
+    let stores = vec![dir.path().to_path_buf()];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app = App::new(stores, analyses, options, common::viewport(120, 40));
+    key(&mut app, KeyCode::Enter);
+    // The inspector shows the record: every line clipped, so the text stays short.
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let mut drawn = tokscope::ui::Drawn::default();
+    terminal
+        .draw(|frame| drawn = draw(frame, &app, Theme { color: false }))
+        .unwrap();
+    let lines = drawn.inspector_lines.unwrap();
+    assert!(lines < 200, "{lines} wrapped lines");
+    // To the end of the inspector: the huge fields, clipped.
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, Pane::Inspector);
+    key(&mut app, KeyCode::End);
+    let mut seen = String::new();
+    for _ in 0..6 {
+        seen.push_str(&screen(&app));
+        key(&mut app, KeyCode::PageUp);
+    }
+    assert!(seen.contains("message (assistant):"), "{seen}");
+    assert!(seen.contains("vendor_blob (unknown):"), "{seen}");
+    assert!(
+        seen.contains("xxx… [tokens]"),
+        "the message is clipped: {seen}"
+    );
+    // Nothing in a frozen store moves with the clock.
+    assert!(!app.animating());
+}

@@ -245,6 +245,17 @@ impl App {
         view.selected_record(&self.analyses[view.index])
     }
 
+    /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
+    /// highlight): only then is an idle explorer redrawn.
+    pub fn animating(&self) -> bool {
+        let highlight = self
+            .view
+            .as_ref()
+            .and_then(|v| v.new_records)
+            .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT);
+        highlight || !self.live.recent.is_empty() || !self.live.in_flight_since.is_empty()
+    }
+
     /// Mask reason codes present in the store, in first-seen order.
     pub fn reason_codes(&self) -> Vec<&'static str> {
         list::reason_codes(&self.analyses)

@@ -68,7 +68,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         while lines.len() < height {
             lines.push(Line::from(""));
         }
-        let text: Vec<char> = sanitize(&raw.to_string()).chars().collect();
+        // Only what fits is serialized: a record can hold megabytes.
+        let shown = super::preview(raw, width.max(1) * raw_rows);
+        let text: Vec<char> = sanitize(&shown).chars().collect();
         for chunk in text.chunks(width.max(1)).take(raw_rows) {
             lines.push(Line::from(Span::styled(
                 chunk.iter().collect::<String>(),

@@ -38,7 +38,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> us
 fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'static> {
     Line::from(vec![
         Span::styled(format!("{name}: "), theme.dim()),
-        Span::raw(sanitize(&value.to_string()).into_owned()),
+        Span::raw(sanitize(&clip(&value.to_string(), 2000)).into_owned()),
     ])
 }
 
@@ -261,14 +261,14 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
     if !r.routed_experts.is_null() {
         out.push(field(
             "routed_experts",
-            clip(&r.routed_experts.to_string(), 200),
+            super::preview(&r.routed_experts, 200),
             theme,
         ));
     }
     for (key, value) in r.extra.iter() {
         out.push(field(
-            &format!("{key} (unknown)"),
-            clip(&value.to_string(), 200),
+            &format!("{} (unknown)", clip(key, 80)),
+            super::preview(value, 200),
             theme,
         ));
     }
@@ -292,17 +292,24 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
 /// One output item, readably: message text, reasoning summary, tool call with arguments.
 pub(crate) fn describe_item(item: &serde_json::Map<String, Value>) -> String {
     let kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
+    // Only the start of each text is looked at: a message can be hundreds of megabytes.
     let texts = |key: &str| -> String {
-        item.get(key)
+        let mut out = String::new();
+        let parts = item
+            .get(key)
             .and_then(Value::as_array)
-            .map(|parts| {
-                parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default()
+            .into_iter()
+            .flatten();
+        for text in parts.filter_map(|p| p.get("text").and_then(Value::as_str)) {
+            if out.len() > 300 {
+                break;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&clip(text, 301));
+        }
+        out
     };
     match kind {
         "message" => format!(
@@ -319,10 +326,7 @@ pub(crate) fn describe_item(item: &serde_json::Map<String, Value>) -> String {
                 300
             )
         ),
-        _ => format!(
-            "{kind}: {}",
-            clip(&Value::Object(item.clone()).to_string(), 300)
-        ),
+        _ => format!("{}: {}", clip(kind, 40), super::preview(item, 300)),
     }
 }
 
@@ -371,7 +375,7 @@ fn detail_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>)
         for (key, value) in notes {
             out.push(field(
                 &format!("  {key}"),
-                clip(&value.to_string(), 400),
+                super::preview(&value, 400),
                 theme,
             ));
         }

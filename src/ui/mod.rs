@@ -68,14 +68,53 @@ pub(crate) fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'s
         .title(Span::styled(format!(" {title} "), theme.border(focused)))
 }
 
-/// Cut a string to `width` characters, marking the cut.
+/// Cut a string to `width` characters, marking the cut. Looks at no more than `width + 1`
+/// characters, however long the text (a record field can be hundreds of megabytes).
 pub(crate) fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
+    match text.char_indices().nth(width) {
+        None => text.to_owned(),
+        Some(_) => {
+            let cut = text
+                .char_indices()
+                .nth(width.saturating_sub(1))
+                .map_or(text.len(), |(at, _)| at);
+            format!("{}…", &text[..cut])
+        }
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
+}
+
+/// A JSON value as text, at most about `max` bytes of it: serializing stops there (a huge
+/// value costs no more than a small one).
+pub(crate) fn preview(value: &impl serde::Serialize, max: usize) -> String {
+    struct Capped {
+        out: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let room = self.max.saturating_sub(self.out.len());
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let taken = bytes.len().min(room);
+            self.out.extend_from_slice(&bytes[..taken]);
+            Ok(taken)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut capped = Capped {
+        out: Vec::new(),
+        max: max + 4,
+    };
+    let complete = serde_json::to_writer(&mut capped, value).is_ok();
+    let text = String::from_utf8_lossy(&capped.out);
+    if complete {
+        clip(&text, max)
+    } else {
+        format!("{}…", clip(&text, max).trim_end_matches('…'))
+    }
 }
 
 /// A call id without its rollout prefix (`0-1-a1-c003-58b3` → `c003-58b3`).
@@ -300,6 +339,18 @@ pub(crate) fn hints(focus: Pane) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clips_and_previews_stay_bounded() {
+        assert_eq!(super::clip("abcdef", 4), "abc…");
+        assert_eq!(super::clip("abc", 4), "abc");
+        assert_eq!(super::clip("ééé", 3), "ééé");
+        let big = serde_json::json!({"text": "x".repeat(10_000_000)});
+        let shown = super::preview(&big, 50);
+        assert!(shown.chars().count() <= 51, "{shown}");
+        assert!(shown.starts_with("{\"text\":\"xxx") && shown.ends_with('…'));
+        assert_eq!(super::preview(&serde_json::json!([1, 2]), 50), "[1,2]");
+    }
+
     #[test]
     fn sparkline_scales_to_the_peak() {
         assert_eq!(super::sparkline(&[0, 1, 2, 4]), " ▂▄█");
