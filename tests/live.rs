@@ -413,25 +413,36 @@ fn store_deleted_and_recreated(mode: WatchMode) {
     let mut rollout = linear_rollout("r", 2, &mut Rng::new(7), 5, false, true);
     rollout.frozen = true;
     rollout.write(&dir).unwrap();
-    let next = |wanted: &dyn Fn(&StoreEvent) -> bool| {
+    let next = |step: &str, wanted: &dyn Fn(&StoreEvent) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
         while Instant::now() < deadline {
-            if let Ok(event) = handle.events.recv_timeout(Duration::from_millis(200))
-                && wanted(&event)
-            {
-                return event;
+            if let Ok(event) = handle.events.recv_timeout(Duration::from_millis(200)) {
+                if wanted(&event) {
+                    return event;
+                }
+                seen.push(format!("{event:?}").chars().take(120).collect::<String>());
             }
         }
-        panic!("no such event");
+        panic!("{step}: no such event; saw {seen:#?}");
     };
-    next(&|e| matches!(e, StoreEvent::Updated(a) if a.capture.records.len() == 2));
+    next(
+        "written",
+        &|e| matches!(e, StoreEvent::Updated(a) if a.capture.records.len() == 2),
+    );
     // Renamed away: reported, and the rollout is gone with it.
     let aside = temp.path().join("aside");
     std::fs::rename(&dir, &aside).unwrap();
-    next(&|e| matches!(e, StoreEvent::StoreGone(d) if *d == dir));
+    next(
+        "gone",
+        &|e| matches!(e, StoreEvent::StoreGone(d) if *d == dir),
+    );
     // Back under the same path (a new directory): followed again, new writes seen.
     std::fs::create_dir(&dir).unwrap();
-    next(&|e| matches!(e, StoreEvent::StoreBack(d) if *d == dir));
+    next(
+        "back",
+        &|e| matches!(e, StoreEvent::StoreBack(d) if *d == dir),
+    );
     let mut again = linear_rollout("s", 3, &mut Rng::new(8), 5, false, true);
     again.frozen = true;
     again.write(&dir).unwrap();
