@@ -447,6 +447,7 @@ fn store_deleted_and_recreated(mode: WatchMode) {
     again.frozen = true;
     again.write(&dir).unwrap();
     next(
+        "rewritten",
         &|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "s" && a.capture.records.len() == 3),
     );
 }
