@@ -201,6 +201,9 @@ fn run(
     sender: Sender<StoreEvent>,
     stop: Arc<AtomicBool>,
 ) {
+    // Which directories are followed, taken first: one renamed during the first scan is
+    // then seen to go.
+    let mut presence = Presence::new(&dirs);
     let mut store =
         LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
     // Subscribe before the first scan, so nothing written during it is missed.
@@ -238,7 +241,6 @@ fn run(
     if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
-    let mut presence = Presence::new(&dirs);
     match options.mode {
         WatchMode::Poll(interval) => {
             while !stop.load(Ordering::Relaxed) {
