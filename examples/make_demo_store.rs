@@ -126,7 +126,7 @@ fn train_tokenizer(path: &Path) {
 /// Builds one conversation token by token, the way a chat harness extends its prompt.
 struct Conversation<'a> {
     tok: &'a Detokenizer,
-    prompt: Vec<u32>,
+    prompt: Vec<u64>,
 }
 
 impl<'a> Conversation<'a> {
@@ -138,7 +138,7 @@ impl<'a> Conversation<'a> {
         }
     }
 
-    fn assistant(&self, say: &str, tool: Option<(&str, &str)>) -> Vec<u32> {
+    fn assistant(&self, say: &str, tool: Option<(&str, &str)>) -> Vec<u64> {
         let text = match tool {
             Some((name, args)) => format!("{say}\n<tool_call>{name} {args}</tool_call><|end|>"),
             None => format!("{say}<|end|>"),
@@ -146,7 +146,7 @@ impl<'a> Conversation<'a> {
         self.tok.encode(&text)
     }
 
-    fn environment(&self, output: &str) -> Vec<u32> {
+    fn environment(&self, output: &str) -> Vec<u64> {
         self.tok
             .encode(&format!("\n<|tool|>\n{output}\n<|assistant|>\n"))
     }
@@ -318,7 +318,7 @@ fn main() {
         .overrides
         .insert("token_item_index".into(), Value::Null);
     let prompt_1 = calls[1].prompt.clone();
-    let tail: Vec<u32> = calls[2].prompt[prompt_1.len()..].to_vec();
+    let tail: Vec<u64> = calls[2].prompt[prompt_1.len()..].to_vec();
     calls[2].prompt = [prompt_1, tail].concat();
     rollouts.push(rollout("demo-empty", calls));
 
@@ -350,7 +350,7 @@ fn main() {
 
     // Delta records: each prompt stores only the suffix after its parent.
     let mut calls = agent(&tok, "demo-delta", 0, &[0, 1, 2, 3], Some(0), t0 + 1000.0);
-    let mut cumulative: Vec<u32> = Vec::new();
+    let mut cumulative: Vec<u64> = Vec::new();
     for (index, call) in calls.iter_mut().enumerate() {
         let full = call.prompt.clone();
         let mut cum = full.clone();

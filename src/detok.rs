@@ -50,7 +50,10 @@ impl Detokenizer {
     }
 
     /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
-    pub fn piece(&self, id: u32) -> String {
+    pub fn piece(&self, id: crate::rebuild::TokenValue) -> String {
+        let Ok(id) = u32::try_from(id) else {
+            return format!("⟨{id}⟩");
+        };
         if let Some(piece) = self.cache().get(&id) {
             return piece.clone();
         }
@@ -66,17 +69,17 @@ impl Detokenizer {
     }
 
     /// The text of a token sequence.
-    pub fn decode(&self, ids: &[u32]) -> String {
-        self.tokenizer
-            .decode(ids, false)
-            .unwrap_or_else(|_| ids.iter().map(|&id| self.piece(id)).collect())
+    pub fn decode(&self, ids: &[crate::rebuild::TokenValue]) -> String {
+        let fits: Option<Vec<u32>> = ids.iter().map(|&id| u32::try_from(id).ok()).collect();
+        fits.and_then(|ids| self.tokenizer.decode(&ids, false).ok())
+            .unwrap_or_else(|| ids.iter().map(|&id| self.piece(id)).collect())
     }
 
     /// Encode text (used to generate the demo store).
-    pub fn encode(&self, text: &str) -> Vec<u32> {
+    pub fn encode(&self, text: &str) -> Vec<u64> {
         self.tokenizer
             .encode(text, false)
-            .map(|e| e.get_ids().to_vec())
+            .map(|e| e.get_ids().iter().map(|&id| u64::from(id)).collect())
             .unwrap_or_default()
     }
 }

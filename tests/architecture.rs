@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. A module may use only modules of a lower layer (and its own).
 const LAYERS: &[(&str, usize)] = &[
     ("text", 0),
-    ("detok", 0),
+    ("detok", 8), // decodes ids (rebuild::TokenValue), reads its file through store::open
     ("store", 1),
     ("rebuild", 2),
     ("observe", 3), // rows, records and joins (the graph is above judging)

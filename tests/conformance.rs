@@ -59,3 +59,37 @@ fn the_binary_writes_the_conformance_format() {
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(passed, 30);
 }
+
+#[test]
+fn token_ids_as_wide_and_negative_as_the_reference_takes_them() {
+    // Written by the reference writer, judged by the reference consumer: ids 2^32, 2^53+1,
+    // 2^63-1, 2^63+5, 2^64-1 rebuild exactly; a negative id fails only where the reference
+    // must digest it (a root-only rollout with -1 is ok; a link over it is a failed build).
+    let dir = fixture("wide-ids");
+    let expected: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("expected.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let actual = reports(&dir.join("store"));
+    let (passed, failures) = compare_all(&expected, &actual);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(passed, 6);
+    let wide = actual
+        .iter()
+        .find(|r| r["rollout_id"] == "wide-root")
+        .unwrap();
+    let item = &wide["rebuilt_response"]["output"][0];
+    assert_eq!(
+        item["generation_token_ids"],
+        serde_json::json!([9223372036854775807u64, 9223372036854775813u64, u64::MAX])
+    );
+    let negative = actual
+        .iter()
+        .find(|r| r["rollout_id"] == "neg-root")
+        .unwrap();
+    assert_eq!(
+        negative["rebuilt_response"]["output"][0]["prompt_token_ids"][0],
+        serde_json::json!(-1)
+    );
+}

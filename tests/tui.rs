@@ -429,7 +429,12 @@ fn demo_store_decodes_to_conversation_text() {
         .find(|a| a.rollout_id() == "demo-clean")
         .unwrap();
     assert_eq!(clean.verdict, tokscope::verdict::Verdict::Ok);
-    let text = detok.decode(&clean.capture.records[0].prompt_token_ids);
+    let ids: Vec<i128> = clean.capture.records[0]
+        .prompt_token_ids
+        .iter()
+        .map(|&t| i128::from(t))
+        .collect();
+    let text = detok.decode(&ids);
     assert!(
         text.starts_with("<|system|>\nYou are a careful coding agent."),
         "{text}"

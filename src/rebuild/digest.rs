@@ -1,8 +1,8 @@
 //! The token-sequence digest (SPEC §4).
 //!
 //! `sha256(b"nemo-gym-tokens" ++ [1] ++ u64_be(count) ++ u64_be(token)*)`, except that the
-//! empty sequence hashes the domain alone. Token ids are stored as `u32`, so the "negative id"
-//! error of the reference cannot arise here: negative ids are refused when a record is read.
+//! empty sequence hashes the domain alone. A negative id cannot be encoded: the build checks
+//! for one where the reference digests ([`TokenSeq::first_negative`]) and fails as it does.
 
 use sha2::{Digest, Sha256};
 
@@ -14,7 +14,7 @@ const DIGEST_VERSION: u8 = 1;
 const BATCH: usize = 1024;
 
 /// Digest of a token slice.
-pub fn digest(tokens: &[u32]) -> String {
+pub fn digest(tokens: &[u64]) -> String {
     digest_chunks(tokens.len(), std::iter::once(tokens))
 }
 
@@ -25,7 +25,7 @@ pub(crate) fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
 }
 
 /// Digest of `count` tokens delivered as consecutive chunks.
-fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u32]>) -> String {
+fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u64]>) -> String {
     let mut hasher = Sha256::new();
     hasher.update(DOMAIN);
     if count > 0 {
@@ -35,7 +35,7 @@ fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u32]>) -> S
         for chunk in chunks {
             for batch in chunk.chunks(BATCH) {
                 for (slot, token) in buffer.chunks_exact_mut(8).zip(batch) {
-                    slot.copy_from_slice(&u64::from(*token).to_be_bytes());
+                    slot.copy_from_slice(&token.to_be_bytes());
                 }
                 hasher.update(&buffer[..batch.len() * 8]);
             }
@@ -85,13 +85,13 @@ mod tests {
         manual.push(1);
         manual.extend_from_slice(&2u64.to_be_bytes());
         manual.extend_from_slice(&7u64.to_be_bytes());
-        manual.extend_from_slice(&(u64::from(u32::MAX)).to_be_bytes());
-        assert_eq!(digest(&[7, u32::MAX]), hex(&Sha256::digest(&manual)));
+        manual.extend_from_slice(&u64::MAX.to_be_bytes());
+        assert_eq!(digest(&[7, u64::MAX]), hex(&Sha256::digest(&manual)));
     }
 
     #[test]
     fn prefix_digest_matches_slice_digest_across_chunks() {
-        let tokens: Vec<u32> = (0..5000).collect();
+        let tokens: Vec<u64> = (0..5000).collect();
         let seq = TokenSeq::from(tokens[..1500].to_vec())
             .append(tokens[1500..1501].to_vec().into())
             .append(tokens[1501..].to_vec().into());

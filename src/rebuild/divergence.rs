@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::output::BuildOutput;
-use super::seq::TokenSeq;
+use super::seq::{TokenSeq, TokenValue};
 use crate::store::TokenRecord;
 
 /// Tokens shown on each side of the first difference.
@@ -39,9 +39,9 @@ pub struct Divergence {
     /// Position of the first token in the windows below.
     pub window_start: usize,
     /// The prompt's tokens around `position`.
-    pub prompt_window: Vec<u32>,
+    pub prompt_window: Vec<TokenValue>,
     /// The reference's tokens around `position`.
-    pub reference_window: Vec<u32>,
+    pub reference_window: Vec<TokenValue>,
 }
 
 impl Divergence {
@@ -52,8 +52,8 @@ impl Divergence {
     }
 }
 
-fn window(seq: &TokenSeq, start: usize, end: usize) -> Vec<u32> {
-    seq.iter()
+fn window(seq: &TokenSeq, start: usize, end: usize) -> Vec<TokenValue> {
+    seq.values()
         .skip(start)
         .take(end.saturating_sub(start))
         .collect()
@@ -85,8 +85,8 @@ pub fn divergence(
                 let r = &records[index];
                 (
                     Reference::ClaimedRecord(index),
-                    TokenSeq::from_chunk(r.prompt_token_ids.clone())
-                        .append(r.generation_token_ids.clone()),
+                    TokenSeq::from_ids(r.prompt_token_ids.clone(), r.negative_ids)
+                        .append_ids(r.generation_token_ids.clone(), r.negative_ids),
                 )
             }
             _ => {

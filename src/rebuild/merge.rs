@@ -26,7 +26,7 @@ pub struct DigestMemo {
     entries: Mutex<HashMap<(usize, usize), MemoEntry>>,
 }
 
-type MemoEntry = (Arc<[u32]>, Arc<[u32]>, String);
+type MemoEntry = (Arc<[u64]>, Arc<[u64]>, String);
 
 impl DigestMemo {
     /// The entries (still usable after a panic elsewhere poisoned the lock).
@@ -39,8 +39,8 @@ impl DigestMemo {
     /// The digest of `record`'s cumulative sequence `cumulative`.
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
         let key = (
-            Arc::as_ptr(&record.prompt_token_ids) as *const u32 as usize,
-            Arc::as_ptr(&record.generation_token_ids) as *const u32 as usize,
+            Arc::as_ptr(&record.prompt_token_ids) as *const u64 as usize,
+            Arc::as_ptr(&record.generation_token_ids) as *const u64 as usize,
         );
         if let Some((_, _, digest)) = self.entries().get(&key) {
             return digest.clone();
@@ -76,6 +76,15 @@ impl DigestMemo {
 struct ParentDigests<'a> {
     consistent: Vec<Option<bool>>,
     memo: Option<&'a DigestMemo>,
+    /// The first negative id the reference would have had to digest (its build fails there).
+    negative: Option<i64>,
+}
+
+/// Note a negative id among the first `n` tokens of `seq` that the reference digests.
+fn check_encodable(negative: &mut Option<i64>, seq: &TokenSeq, n: usize) {
+    if negative.is_none() {
+        *negative = seq.first_negative(n);
+    }
 }
 
 /// The digest of a record's cumulative sequence, through the memo when there is one.
@@ -133,7 +142,8 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
 
     // Step 2: materialize delta prompts.
     let memo = options.digest_memo.as_deref();
-    let materialized = materialize(records, &kept, &first_by_id, memo);
+    let mut negative = None;
+    let materialized = materialize(records, &kept, &first_by_id, memo, &mut negative);
     let mut survivors: Vec<usize> = Vec::with_capacity(kept.len());
     let mut delta_broken = Vec::new();
     for &index in &kept {
@@ -200,6 +210,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
     let mut digests = ParentDigests {
         consistent: Vec::with_capacity(survivors.len()),
         memo,
+        negative,
     };
     for &index in &survivors {
         let record = &records[index];
@@ -282,6 +293,10 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
         .into_iter()
         .map(|f| f.expect("every record has a fate"))
         .collect();
+    // The reference's build stops at the first digest it cannot encode.
+    out.error = digests
+        .negative
+        .map(|id| format!("ValueError: token ids must be non-negative, got {id}"));
     out
 }
 
@@ -298,6 +313,7 @@ fn materialize(
     kept: &[usize],
     first_by_id: &HashMap<&str, usize>,
     memo: Option<&DigestMemo>,
+    negative: &mut Option<i64>,
 ) -> Vec<Option<Materialized>> {
     // Cumulative sequence of each kept record: None = not computed yet, Some(None) = broken.
     let mut cumulative: Vec<Option<Option<TokenSeq>>> = vec![None; records.len()];
@@ -319,8 +335,9 @@ fn materialize(
             if !record.prompt_is_delta {
                 stack.pop();
                 walking[top] = false;
-                let prompt = TokenSeq::from_chunk(record.prompt_token_ids.clone());
-                let cum = prompt.append(record.generation_token_ids.clone());
+                let signed = record.negative_ids;
+                let prompt = TokenSeq::from_ids(record.prompt_token_ids.clone(), signed);
+                let cum = prompt.append_ids(record.generation_token_ids.clone(), signed);
                 prompts[top] = Some(prompt);
                 cumulative[top] = Some(Some(cum.clone()));
                 base = Some(cum);
@@ -351,8 +368,9 @@ fn materialize(
             let record = &records[top];
             match base {
                 Some(parent_cum) => {
-                    let prompt = parent_cum.append(record.prompt_token_ids.clone());
-                    let cum = prompt.append(record.generation_token_ids.clone());
+                    let signed = record.negative_ids;
+                    let prompt = parent_cum.append_ids(record.prompt_token_ids.clone(), signed);
+                    let cum = prompt.append_ids(record.generation_token_ids.clone(), signed);
                     prompts[top] = Some(prompt);
                     cumulative[top] = Some(Some(cum.clone()));
                     base = Some(cum);
@@ -371,6 +389,7 @@ fn materialize(
         if record.prompt_is_delta
             && let Some(expected) = record.digest.as_deref().filter(|d| !d.is_empty())
         {
+            check_encodable(negative, cum, cum.len());
             if cumulative_digest(memo, record, cum) != expected {
                 continue;
             }
@@ -430,6 +449,12 @@ fn resolve_parent(
         claimed_len as usize
     };
     let recorded = parent_record.digest.as_deref().filter(|d| !d.is_empty());
+    // What the reference digests here: the prompt's prefix, and the parent's cumulative
+    // sequence when it records no digest. A negative id in either fails its build.
+    check_encodable(&mut digests.negative, prompt, n);
+    if recorded.is_none() {
+        check_encodable(&mut digests.negative, parent_cum, parent_cum.len());
+    }
     // The expected digest is the parent's own cumulative digest when it is consistent, so the
     // check is a token comparison; only an inconsistent parent needs the prefix hashed.
     let memo = digests.memo;
@@ -460,9 +485,9 @@ struct PrefixIndex {
 
 const HASH_BASE: u64 = 0x9E37_79B9_7F4A_7C15;
 
-fn roll(hash: u64, token: u32) -> u64 {
+fn roll(hash: u64, token: u64) -> u64 {
     hash.wrapping_mul(HASH_BASE)
-        .wrapping_add(u64::from(token) + 1)
+        .wrapping_add(token.wrapping_add(1))
 }
 
 impl PrefixIndex {

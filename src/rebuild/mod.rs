@@ -13,4 +13,4 @@ pub use output::{
     RecordFate,
 };
 pub use project::{Origin, Provenance, RebuiltResponse, Segment, project_main_chain, provenance};
-pub use seq::TokenSeq;
+pub use seq::{TokenSeq, TokenValue};

@@ -201,6 +201,9 @@ pub struct BuildOutput {
     pub retry_groups: Vec<Vec<usize>>,
     /// Per node: its retry group, if any.
     pub retry_group_of: Vec<Option<usize>>,
+    /// Why the reference's build fails where this one went on (a negative id it had to
+    /// digest), worded as the reference's exception.
+    pub error: Option<String>,
 }
 
 impl BuildOutput {

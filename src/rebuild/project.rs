@@ -22,7 +22,7 @@ pub struct CarriedTokens {
     /// Everything before this generation in the chain.
     pub prompt: TokenSeq,
     /// The generation.
-    pub generation: Arc<[u32]>,
+    pub generation: TokenSeq,
     /// Its log probabilities.
     pub log_probs: Arc<[f64]>,
     /// Routing data, when the record has it.
@@ -52,7 +52,7 @@ impl ChainText {
         let mut ends = Vec::with_capacity(tokens.len() + 1);
         ends.push(0);
         let mut buffer = itoa::Buffer::new();
-        for (index, token) in tokens.iter().enumerate() {
+        for (index, token) in tokens.values().enumerate() {
             if index > 0 {
                 text.push(',');
             }
@@ -134,7 +134,7 @@ impl serde::Serialize for ProjectedItem {
                 }
                 None => map.serialize_entry("prompt_token_ids", &tokens.prompt)?,
             }
-            map.serialize_entry("generation_token_ids", &tokens.generation[..])?;
+            map.serialize_entry("generation_token_ids", &tokens.generation)?;
             map.serialize_entry("generation_log_probs", &tokens.log_probs[..])?;
             if let Some(experts) = &tokens.routed_experts {
                 map.serialize_entry("routed_experts", experts)?;
@@ -187,7 +187,10 @@ pub fn project_chain(
         let (prompt, through) = extend_chain(&running, chain, step, link, build);
         let tokens = CarriedTokens {
             prompt: prompt.clone(),
-            generation: record.generation_token_ids.clone(),
+            generation: TokenSeq::from_ids(
+                record.generation_token_ids.clone(),
+                record.negative_ids,
+            ),
             log_probs: record.generation_log_probs.clone(),
             routed_experts: (!record.routed_experts.is_null())
                 .then(|| record.routed_experts.clone()),
@@ -258,14 +261,7 @@ fn extend_chain(
     let through = if prompt.ptr_eq(&node.prompt) {
         node.cumulative.clone()
     } else {
-        let generation = node.cumulative.len() - node.prompt.len();
-        let tail: Vec<u32> = node
-            .cumulative
-            .iter()
-            .skip(node.prompt.len())
-            .take(generation)
-            .collect();
-        prompt.append(tail.into())
+        prompt.append_range(&node.cumulative, node.prompt.len(), node.cumulative.len())
     };
     (prompt, through)
 }
@@ -278,8 +274,7 @@ fn append_range(running: &TokenSeq, source: &TokenSeq, start: usize, end: usize)
     if start >= end {
         return running.clone();
     }
-    let tail: Vec<u32> = source.iter().skip(start).take(end - start).collect();
-    running.append(tail.into())
+    running.append_range(source, start, end)
 }
 
 /// A view of an item's token fields for the checks below.
@@ -305,14 +300,14 @@ fn item_tokens(item: &ProjectedItem) -> Option<ItemTokens<'_>> {
     }
 }
 
-fn json_tokens(value: Option<&Value>) -> Result<Vec<u32>, ProjectionError> {
+fn json_tokens(value: Option<&Value>) -> Result<Vec<u64>, ProjectionError> {
     match value {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(values)) => values
             .iter()
             .map(|v| {
                 v.as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
+                    .or_else(|| v.as_i64().map(|n| n as u64))
                     .ok_or_else(|| ProjectionError(format!("TypeError: unusable token {v}")))
             })
             .collect(),

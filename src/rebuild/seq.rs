@@ -4,6 +4,10 @@
 //! prompt and generation. Copying those prefixes per call would make rebuilding quadratic in
 //! the rollout's length, so a [`TokenSeq`] is a persistent rope: an immutable prefix shared by
 //! reference plus one chunk of its own. Appending is O(1) and never copies tokens.
+//!
+//! Ids are 64 bits, as the reference takes them. A chunk that came from a record holding a
+//! negative id is *signed*: its values are two's-complement `i64`, read back exactly by
+//! [`TokenSeq::values`] (and refused by the digest, as the reference refuses them).
 
 use std::sync::Arc;
 
@@ -13,8 +17,21 @@ pub struct TokenSeq(Option<Arc<SeqNode>>);
 
 struct SeqNode {
     prefix: TokenSeq,
-    chunk: Arc<[u32]>,
+    chunk: Arc<[u64]>,
+    /// The chunk's values are two's-complement `i64` (its record holds a negative id).
+    signed: bool,
     len: usize,
+}
+
+/// A token id's exact value (an `i64` or a `u64`).
+pub type TokenValue = i128;
+
+fn value(bits: u64, signed: bool) -> TokenValue {
+    if signed {
+        TokenValue::from(bits as i64)
+    } else {
+        TokenValue::from(bits)
+    }
 }
 
 impl TokenSeq {
@@ -23,13 +40,23 @@ impl TokenSeq {
         TokenSeq(None)
     }
 
-    /// A sequence holding exactly `chunk`.
-    pub fn from_chunk(chunk: Arc<[u32]>) -> Self {
+    /// A sequence holding exactly `chunk` (non-negative ids).
+    pub fn from_chunk(chunk: Arc<[u64]>) -> Self {
         TokenSeq::new().append(chunk)
     }
 
-    /// This sequence followed by `chunk`; empty chunks add no node.
-    pub fn append(&self, chunk: Arc<[u32]>) -> Self {
+    /// A sequence holding a record's ids (`signed`: the record holds a negative id).
+    pub fn from_ids(chunk: Arc<[u64]>, signed: bool) -> Self {
+        TokenSeq::new().append_ids(chunk, signed)
+    }
+
+    /// This sequence followed by `chunk` (non-negative ids); empty chunks add no node.
+    pub fn append(&self, chunk: Arc<[u64]>) -> Self {
+        self.append_ids(chunk, false)
+    }
+
+    /// This sequence followed by a record's ids (`signed`: the record holds a negative id).
+    pub fn append_ids(&self, chunk: Arc<[u64]>, signed: bool) -> Self {
         if chunk.is_empty() {
             return self.clone();
         }
@@ -37,8 +64,106 @@ impl TokenSeq {
         TokenSeq(Some(Arc::new(SeqNode {
             prefix: self.clone(),
             chunk,
+            signed,
             len,
         })))
+    }
+
+    /// This sequence followed by `source[start..end]`, copied chunk by chunk (each part keeps
+    /// its chunk's signedness).
+    pub fn append_range(&self, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
+        let mut out = self.clone();
+        let mut offset = 0;
+        for node in source.nodes() {
+            let (low, high) = (offset, offset + node.chunk.len());
+            offset = high;
+            let (a, b) = (start.max(low), end.min(high));
+            if a < b {
+                out = out.append_ids(node.chunk[a - low..b - low].into(), node.signed);
+            }
+            if high >= end {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The chunks in order with their signedness.
+    fn nodes(&self) -> Vec<&SeqNode> {
+        let mut out = Vec::new();
+        let mut current = self.0.as_deref();
+        while let Some(node) = current {
+            out.push(node);
+            current = node.prefix.0.as_deref();
+        }
+        out.reverse();
+        out
+    }
+
+    /// Every token's exact value (negative ids included).
+    pub fn values(&self) -> impl Iterator<Item = TokenValue> + '_ {
+        self.nodes()
+            .into_iter()
+            .flat_map(|node| node.chunk.iter().map(move |&bits| value(bits, node.signed)))
+    }
+
+    /// The exact values of tokens `start..end` (whole chunks before `start` are skipped, not
+    /// walked: a frame of a million-token chain costs the tokens it shows).
+    pub fn values_range(&self, start: usize, end: usize) -> Vec<TokenValue> {
+        let end = end.min(self.len());
+        let mut out = Vec::with_capacity(end.saturating_sub(start));
+        let mut offset = 0;
+        for node in self.nodes() {
+            let (low, high) = (offset, offset + node.chunk.len());
+            offset = high;
+            let (a, b) = (start.max(low), end.min(high));
+            if a < b {
+                out.extend(
+                    node.chunk[a - low..b - low]
+                        .iter()
+                        .map(|&t| value(t, node.signed)),
+                );
+            }
+            if high >= end {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The exact value of the token at `index`, if any.
+    pub fn value(&self, index: usize) -> Option<TokenValue> {
+        let mut current = self.0.as_deref();
+        while let Some(node) = current {
+            let start = node.len - node.chunk.len();
+            if index >= node.len {
+                return None;
+            }
+            if index >= start {
+                return Some(value(node.chunk[index - start], node.signed));
+            }
+            current = node.prefix.0.as_deref();
+        }
+        None
+    }
+
+    /// The first negative id among the first `n` tokens, if any (what makes the reference's
+    /// digest of them fail).
+    pub fn first_negative(&self, n: usize) -> Option<i64> {
+        let mut left = n.min(self.len());
+        for node in self.nodes() {
+            if left == 0 {
+                break;
+            }
+            let take = left.min(node.chunk.len());
+            left -= take;
+            if node.signed
+                && let Some(&bits) = node.chunk[..take].iter().find(|&&b| (b as i64) < 0)
+            {
+                return Some(bits as i64);
+            }
+        }
+        None
     }
 
     /// Number of tokens.
@@ -52,7 +177,7 @@ impl TokenSeq {
     }
 
     /// The chunks in order; concatenated they are the sequence.
-    pub fn chunks(&self) -> Vec<&[u32]> {
+    pub fn chunks(&self) -> Vec<&[u64]> {
         let mut out = Vec::new();
         let mut current = self.0.as_deref();
         while let Some(node) = current {
@@ -64,7 +189,7 @@ impl TokenSeq {
     }
 
     /// Iterate over the first `n` tokens (all of them when `n >= len`) chunk by chunk.
-    pub fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u32]> {
+    pub fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u64]> {
         let mut remaining = n.min(self.len());
         self.chunks().into_iter().map_while(move |chunk| {
             if remaining == 0 {
@@ -76,15 +201,15 @@ impl TokenSeq {
         })
     }
 
-    /// Iterate over every token.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    /// Iterate over every token's 64 bits (see [`TokenSeq::values`] for exact values).
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         self.chunks()
             .into_iter()
             .flat_map(|chunk| chunk.iter().copied())
     }
 
     /// Copy the tokens into one vector (for small sequences, tests and display).
-    pub fn to_vec(&self) -> Vec<u32> {
+    pub fn to_vec(&self) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.len());
         for chunk in self.chunks() {
             out.extend_from_slice(chunk);
@@ -92,8 +217,8 @@ impl TokenSeq {
         out
     }
 
-    /// The token at `index`, if any. O(number of chunks).
-    pub fn get(&self, index: usize) -> Option<u32> {
+    /// The token's 64 bits at `index`, if any. O(number of chunks).
+    pub fn get(&self, index: usize) -> Option<u64> {
         let mut current = self.0.as_deref();
         while let Some(node) = current {
             let start = node.len - node.chunk.len();
@@ -207,8 +332,8 @@ impl std::fmt::Debug for TokenSeq {
     }
 }
 
-impl From<Vec<u32>> for TokenSeq {
-    fn from(tokens: Vec<u32>) -> Self {
+impl From<Vec<u64>> for TokenSeq {
+    fn from(tokens: Vec<u64>) -> Self {
         TokenSeq::from_chunk(tokens.into())
     }
 }
@@ -217,9 +342,13 @@ impl serde::Serialize for TokenSeq {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut seq = serializer.serialize_seq(Some(self.len()))?;
-        for chunk in self.chunks() {
-            for token in chunk {
-                seq.serialize_element(token)?;
+        for node in self.nodes() {
+            for &bits in node.chunk.iter() {
+                if node.signed {
+                    seq.serialize_element(&(bits as i64))?;
+                } else {
+                    seq.serialize_element(&bits)?;
+                }
             }
         }
         seq.end()
@@ -230,7 +359,7 @@ impl serde::Serialize for TokenSeq {
 mod tests {
     use super::*;
 
-    fn seq(parts: &[&[u32]]) -> TokenSeq {
+    fn seq(parts: &[&[u64]]) -> TokenSeq {
         parts
             .iter()
             .fold(TokenSeq::new(), |s, p| s.append(p.to_vec().into()))
@@ -267,7 +396,7 @@ mod tests {
     #[test]
     fn chunks_up_to_truncates() {
         let s = seq(&[&[1, 2], &[3, 4]]);
-        let got: Vec<Vec<u32>> = s.chunks_up_to(3).map(|c| c.to_vec()).collect();
+        let got: Vec<Vec<u64>> = s.chunks_up_to(3).map(|c| c.to_vec()).collect();
         assert_eq!(got, vec![vec![1, 2], vec![3]]);
         assert_eq!(s.chunks_up_to(0).count(), 0);
     }

@@ -33,7 +33,7 @@ fn text_cell(piece: &str) -> String {
 }
 
 /// A token id in a fixed-width cell.
-fn cell(token: u32) -> String {
+fn cell(token: crate::rebuild::TokenValue) -> String {
     let text = token.to_string();
     let width = TOKEN_CELL - 1;
     if text.len() > width {
@@ -90,7 +90,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let cursor = view.tokens.cursor.min(total.saturating_sub(1));
     let info = match provenance.segment_at(cursor) {
         Some(segment) => {
-            let token = provenance.tokens.get(cursor).unwrap_or_default();
+            let token = provenance.tokens.value(cursor).unwrap_or_default();
             let mut text = format!("pos {cursor}/{total} · id {token}");
             if let Some(detok) = &app.detok {
                 text.push_str(&format!(" {:?}", detok.piece(token)));
@@ -124,12 +124,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let per_row = view.tokens.per_row();
     let rows = view.tokens.rows.height();
     let start = view.tokens.rows.top() * per_row;
-    let visible: Vec<u32> = provenance
+    let visible = provenance
         .tokens
-        .iter()
-        .skip(start)
-        .take(rows * per_row)
-        .collect();
+        .values_range(start, start + rows * per_row);
     let mut segment_index = provenance.segments.partition_point(|s| s.range.1 <= start);
     let is_generation = |origin: &Origin| matches!(origin, Origin::Generation { .. });
     // Generations before the current segment, to alternate their colors.

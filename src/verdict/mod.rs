@@ -191,7 +191,10 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
             digest_memo: options.digest_memo.clone(),
         },
     );
-    let projected = project_main_chain(&capture.location.id, &options.model, records, &build);
+    let projected = match &build.error {
+        Some(error) => Err(ProjectionError(error.clone())),
+        None => project_main_chain(&capture.location.id, &options.model, records, &build),
+    };
     let mut reasons = Vec::new();
     let mut structural_mask = false;
     match projected {

@@ -17,9 +17,9 @@ pub struct Call {
     /// `model_call_id`.
     pub id: String,
     /// Prompt tokens as stored: the full prompt, or only the suffix for a delta record.
-    pub prompt: Vec<u32>,
+    pub prompt: Vec<u64>,
     /// Generated tokens.
-    pub generation: Vec<u32>,
+    pub generation: Vec<u64>,
     /// `parent_resolution` (`None` writes null).
     pub resolution: Option<&'static str>,
     /// `parent_call_id`.
@@ -38,7 +38,7 @@ pub struct Call {
 
 impl Call {
     /// A root call.
-    pub fn root(id: &str, prompt: Vec<u32>, generation: Vec<u32>, created_at: f64) -> Call {
+    pub fn root(id: &str, prompt: Vec<u64>, generation: Vec<u64>, created_at: f64) -> Call {
         Call {
             id: id.to_owned(),
             prompt,
@@ -57,8 +57,8 @@ impl Call {
     pub fn child(
         id: &str,
         parent: &str,
-        prompt: Vec<u32>,
-        generation: Vec<u32>,
+        prompt: Vec<u64>,
+        generation: Vec<u64>,
         created_at: f64,
     ) -> Call {
         Call {
@@ -85,6 +85,7 @@ impl Call {
             .iter()
             .map(|t| {
                 // Mostly confident, sometimes not (about one token in nine below p = 0.1).
+                let t = *t as u32; // the same log probs as when ids were 32 bits
                 let x = f64::from(t.wrapping_mul(2_654_435_761) % 1000) / 1000.0;
                 -6.0 * x.powi(8) - 0.001 * f64::from(t % 7)
             })
@@ -224,8 +225,8 @@ impl Rng {
     }
 
     /// `n` token ids below 150,000.
-    pub fn tokens(&mut self, n: usize) -> Vec<u32> {
-        (0..n).map(|_| self.range(0, 150_000) as u32).collect()
+    pub fn tokens(&mut self, n: usize) -> Vec<u64> {
+        (0..n).map(|_| self.range(0, 150_000)).collect()
     }
 }
 
@@ -246,7 +247,7 @@ pub fn linear_rollout(
         id: id.to_owned(),
         ..Rollout::default()
     };
-    let mut cumulative: Vec<u32> = Vec::new();
+    let mut cumulative: Vec<u64> = Vec::new();
     let mut suffix = rng.tokens(grow.max(1));
     let mut parent: Option<String> = None;
     for index in 0..calls {

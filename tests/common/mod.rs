@@ -53,7 +53,14 @@ fn notes_equal(a: &Value, b: &Value) -> bool {
 /// JSON equality with numbers compared by value (as Python compares ints and floats).
 pub fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        // Integers exactly (token ids reach 2^64-1), other numbers by value.
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_u64(), y.as_u64(), x.as_i64(), y.as_i64()) {
+                (Some(a), Some(b), _, _) => a == b,
+                (_, _, Some(a), Some(b)) => a == b,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
         }

@@ -1,5 +1,5 @@
 //! Deserializing a record with serde: every field typed as the reference reads it (lax
-//! numbers, nullable fields, token arrays straight into `u32` buffers), unknown keys kept.
+//! numbers, nullable fields, token arrays straight into `u64` buffers), unknown keys kept.
 
 use super::*;
 
@@ -52,10 +52,16 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
             "model_call_id" => raw.model_call_id = Some(field(k, Deserialize::deserialize(d))?),
             "model" => raw.model = Some(field(k, Deserialize::deserialize(d))?),
             "prompt_token_ids" => {
-                raw.prompt_token_ids = Some(field(k, TokenIds.deserialize(d))?.into())
+                let (tokens, negative, large) = field(k, TokenIds.deserialize(d))?;
+                raw.negative_ids |= negative;
+                raw.large_ids |= large;
+                raw.prompt_token_ids = Some(tokens.into())
             }
             "generation_token_ids" => {
-                raw.generation_token_ids = Some(field(k, TokenIds.deserialize(d))?.into())
+                let (tokens, negative, large) = field(k, TokenIds.deserialize(d))?;
+                raw.negative_ids |= negative;
+                raw.large_ids |= large;
+                raw.generation_token_ids = Some(tokens.into())
             }
             "generation_log_probs" => {
                 raw.generation_log_probs = Some(field(k, LogProbs.deserialize(d))?)
@@ -198,64 +204,82 @@ impl<'de, S: DeserializeSeed<'de> + Copy> Visitor<'de> for Nullable<S> {
     }
 }
 
-/// A token id: a non-negative integer that fits in 32 bits.
+/// A token id as the reference takes it: any integer from -2⁶³ to 2⁶⁴−1 (integral floats
+/// too). A negative id is kept as its two's complement; the array says it holds one.
 #[derive(Clone, Copy)]
 struct TokenId;
 
+/// One id read: its 64 bits, and whether it is negative.
+#[derive(Clone, Copy)]
+struct Read {
+    bits: u64,
+    negative: bool,
+}
+
 impl<'de> DeserializeSeed<'de> for TokenId {
-    type Value = u32;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
+    type Value = Read;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Read, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl Visitor<'_> for TokenId {
-    type Value = u32;
+    type Value = Read;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a non-negative token id")
+        f.write_str("a token id")
     }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u32, E> {
-        u32::try_from(v).map_err(|_| E::custom(format!("token id {v} does not fit in 32 bits")))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Read, E> {
+        Ok(Read {
+            bits: v,
+            negative: false,
+        })
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u32, E> {
-        if v < 0 {
-            Err(E::custom(format!(
-                "token id {v} is negative; the digest cannot encode it"
-            )))
-        } else {
-            self.visit_u64(v as u64)
-        }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Read, E> {
+        Ok(Read {
+            bits: v as u64,
+            negative: v < 0,
+        })
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u32, E> {
-        if v.fract() == 0.0 && v >= 0.0 && v <= f64::from(u32::MAX) {
-            Ok(v as u32)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Read, E> {
+        // 2⁶⁴ as a float: integral floats below it are exact u64 values.
+        const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
+        if v.fract() == 0.0 && (0.0..TWO_TO_64).contains(&v) {
+            Ok(Read {
+                bits: v as u64,
+                negative: false,
+            })
+        } else if v.fract() == 0.0 && v < 0.0 && v >= i64::MIN as f64 {
+            self.visit_i64(v as i64)
         } else {
             Err(E::custom(format!("expected a token id, got {v}")))
         }
     }
 }
 
-/// An array of token ids.
-struct TokenIds;
+/// An array of token ids, whether one of them is negative, and whether one is above 2⁶³−1.
+pub(super) struct TokenIds;
 
 impl<'de> DeserializeSeed<'de> for TokenIds {
-    type Value = Vec<u32>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u32>, D::Error> {
+    type Value = (Vec<u64>, bool, bool);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_seq(self)
     }
 }
 
 impl<'de> Visitor<'de> for TokenIds {
-    type Value = Vec<u32>;
+    type Value = (Vec<u64>, bool, bool);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an array of token ids")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u32>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(256));
+        let (mut negative, mut large) = (false, false);
         while let Some(token) = seq.next_element_seed(TokenId)? {
-            out.push(token);
+            negative |= token.negative;
+            large |= !token.negative && token.bits > i64::MAX as u64;
+            out.push(token.bits);
         }
-        Ok(out)
+        Ok((out, negative, large))
     }
 }
 

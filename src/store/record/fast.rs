@@ -11,7 +11,7 @@ use super::deserialize::FieldSeed;
 use serde::de::DeserializeSeed;
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct Scanner<'a> {
@@ -112,11 +112,12 @@ pub(super) fn parse(line: &[u8]) -> Option<RawRecord> {
             match key {
                 "prompt_token_ids" | "generation_token_ids" => {
                     // One reused scratch buffer: no growth copies, no fresh pages per array.
-                    let tokens: std::sync::Arc<[u32]> = SCRATCH.with_borrow_mut(|scratch| {
+                    let tokens: std::sync::Arc<[u64]> = SCRATCH.with_borrow_mut(|scratch| {
                         let used = scan_token_array(&line[scan.at..], scratch)?;
                         scan.at += used;
                         Some(scratch[..].into())
                     })?;
+                    raw.large_ids |= tokens.iter().any(|&t| t > i64::MAX as u64);
                     if key == "prompt_token_ids" {
                         raw.prompt_token_ids = Some(tokens);
                     } else {
@@ -145,15 +146,16 @@ pub(super) fn parse(line: &[u8]) -> Option<RawRecord> {
 
 /// `None` when `bytes` is not exactly a plain list of non-negative 32-bit integers.
 #[cfg(test)]
-pub(super) fn fast_token_array(bytes: &[u8]) -> Option<Vec<u32>> {
+pub(super) fn fast_token_array(bytes: &[u8]) -> Option<Vec<u64>> {
     let mut tokens = Vec::new();
     let used = scan_token_array(bytes, &mut tokens)?;
     (used == bytes.len()).then_some(tokens)
 }
 
-/// Read a plain array of non-negative 32-bit integers at the start of `bytes` into `out`
-/// (cleared first); returns the bytes consumed, or `None` for anything else.
-fn scan_token_array(bytes: &[u8], out: &mut Vec<u32>) -> Option<usize> {
+/// Read a plain array of non-negative integers of up to 19 digits (all fit in 64 bits) at the
+/// start of `bytes` into `out` (cleared first); returns the bytes consumed, or `None` for
+/// anything else (the general parser then takes the line: longer numbers, negative ids).
+fn scan_token_array(bytes: &[u8], out: &mut Vec<u64>) -> Option<usize> {
     let n = bytes.len();
     out.clear();
     if bytes.first() != Some(&b'[') {
@@ -195,15 +197,11 @@ fn scan_token_array(bytes: &[u8], out: &mut Vec<u32>) -> Option<usize> {
             }
         }
         let digits = i - start;
-        // JSON forbids leading zeros; a lone "0" is fine. More than 10 digits cannot fit.
-        if digits == 0
-            || digits > 10
-            || (bytes[start] == b'0' && digits > 1)
-            || value > u64::from(u32::MAX)
-        {
+        // JSON forbids leading zeros; a lone "0" is fine. Up to 19 digits cannot overflow.
+        if digits == 0 || digits > 19 || (bytes[start] == b'0' && digits > 1) {
             return None;
         }
-        out.push(value as u32);
+        out.push(value);
         match bytes.get(i) {
             Some(b',') => i += 1,
             Some(b']') => return Some(i + 1),

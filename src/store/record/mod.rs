@@ -1,7 +1,7 @@
 //! The token record (`TokenEntry`, SPEC §3): parsing, the schema gate and validation.
 //!
 //! Parsing is hand-driven over `serde_json` so that token arrays go straight into shared
-//! `u32` buffers (no intermediate `Value`), unknown keys are kept, and every refusal says
+//! `u64` buffers (no intermediate `Value`), unknown keys are kept, and every refusal says
 //! which field and why.
 
 use std::fmt;
@@ -54,10 +54,14 @@ pub struct TokenRecord {
     pub model_call_id: String,
     /// Served model name.
     pub model: String,
-    /// Prompt token ids (only the suffix after the parent when `prompt_is_delta`).
-    pub prompt_token_ids: Arc<[u32]>,
+    /// Prompt token ids (only the suffix after the parent when `prompt_is_delta`), as 64
+    /// bits: the reference takes every id up to 2⁶⁴−1.
+    pub prompt_token_ids: Arc<[u64]>,
     /// Sampled token ids.
-    pub generation_token_ids: Arc<[u32]>,
+    pub generation_token_ids: Arc<[u64]>,
+    /// Some id is negative (kept as its two's complement): the reference accepts it, and
+    /// fails only when it must digest it.
+    pub negative_ids: bool,
     /// One log probability per sampled token.
     pub generation_log_probs: Arc<[f64]>,
     /// Mixture-of-experts routing, passed through untouched.
@@ -144,6 +148,9 @@ pub enum Refusal {
     /// A delta prompt without a resolved parent.
     #[error("a delta prompt requires a `resolved` parent_call_id")]
     DeltaWithoutParent,
+    /// Negative ids and ids above 2⁶³−1 in one record (no 64-bit form holds both).
+    #[error("token ids both negative and above 2^63-1 in one record cannot be kept exactly")]
+    MixedSigns,
 }
 
 impl TokenRecord {
@@ -177,8 +184,10 @@ struct RawRecord {
     rollout_id: Option<String>,
     model_call_id: Option<String>,
     model: Option<String>,
-    prompt_token_ids: Option<Arc<[u32]>>,
-    generation_token_ids: Option<Arc<[u32]>>,
+    prompt_token_ids: Option<Arc<[u64]>>,
+    generation_token_ids: Option<Arc<[u64]>>,
+    negative_ids: bool,
+    large_ids: bool,
     generation_log_probs: Option<Vec<f64>>,
     routed_experts: Value,
     output_items: Vec<Map<String, Value>>,
@@ -225,6 +234,9 @@ impl RawRecord {
         if generation.len() != log_probs.len() {
             return Err(Refusal::LogProbLength(generation.len(), log_probs.len()));
         }
+        if self.negative_ids && self.large_ids {
+            return Err(Refusal::MixedSigns);
+        }
         let token_item_index = match self.token_item_index {
             None => None,
             Some(index) if index >= 0 && (index as usize) < self.output_items.len() => {
@@ -260,6 +272,7 @@ impl RawRecord {
             model: self.model.unwrap_or_default(),
             prompt_token_ids: prompt,
             generation_token_ids: generation,
+            negative_ids: self.negative_ids,
             generation_log_probs: log_probs.into(),
             routed_experts: self.routed_experts,
             output_items: self.output_items.into(),
@@ -331,7 +344,16 @@ mod tests {
         );
         assert!(invalid(r#","prompt_is_delta":true"#).contains("delta prompt"));
         assert!(invalid(r#","parent_resolution":"maybe""#).contains("unknown value"));
-        assert!(invalid(r#","prompt_token_ids":[-1]"#).contains("negative"));
+        // Negative ids are kept (the reference fails only where it must digest them); with
+        // ids above 2^63-1 in the same record no 64-bit form holds both.
+        let negative = TokenRecord::parse(line(r#","prompt_token_ids":[-1,2]"#).as_bytes());
+        assert!(negative.is_ok_and(|r| r.negative_ids && r.prompt_token_ids[0] == u64::MAX));
+        assert!(
+            invalid(r#","prompt_token_ids":[-1,18446744073709551615]"#).contains("both negative")
+        );
+        let wide =
+            TokenRecord::parse(line(r#","prompt_token_ids":[18446744073709551615]"#).as_bytes());
+        assert!(wide.is_ok_and(|r| !r.negative_ids && r.prompt_token_ids[0] == u64::MAX));
         assert!(invalid(r#","model":null"#).contains("model"));
         let missing = TokenRecord::parse(br#"{"rollout_id":"r"}"#);
         assert!(
@@ -361,9 +383,17 @@ mod tests {
         assert_eq!(fast_token_array(b"[]"), Some(vec![]));
         assert_eq!(fast_token_array(b"[ ]"), Some(vec![]));
         assert_eq!(fast_token_array(b"[ 1 , 22,333 ]"), Some(vec![1, 22, 333]));
-        assert_eq!(fast_token_array(b"[0,4294967295]"), Some(vec![0, u32::MAX]));
+        assert_eq!(
+            fast_token_array(b"[0,4294967295]"),
+            Some(vec![0, u32::MAX.into()])
+        );
+        assert_eq!(
+            fast_token_array(b"[4294967296,9223372036854775807]"),
+            Some(vec![1 << 32, i64::MAX as u64])
+        );
         for unusual in [
-            &b"[4294967296]"[..],
+            // Twenty digits (2^64-1 among them) take the general parser.
+            &b"[18446744073709551615]"[..],
             b"[1.0]",
             b"[-1]",
             b"[01]",
@@ -404,8 +434,8 @@ mod tests {
             let expected = odd.iter().take_while(|b| b.is_ascii_digit()).count();
             assert_eq!(leading_digits(word), expected);
         }
-        let tokens: Vec<u32> = (0..5000)
-            .map(|_| rng.range(0, u64::from(u32::MAX) + 1) as u32)
+        let tokens: Vec<u64> = (0..5000)
+            .map(|_| rng.range(0, u64::from(u32::MAX) + 1) << (rng.range(0, 31)))
             .collect();
         let text = serde_json::to_string(&tokens).unwrap();
         assert_eq!(fast_token_array(text.as_bytes()), Some(tokens));
