@@ -32,10 +32,15 @@ pub struct TokenizerError {
 impl Detokenizer {
     /// Load `tokenizer.json`.
     pub fn load(path: &Path) -> Result<Detokenizer, TokenizerError> {
-        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
+        let error = |reason: String| TokenizerError {
             path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        // A regular file of sane size only: never a FIFO, a device or a disk image.
+        let bytes = crate::store::open::read_argument_file(path, MAX_TOKENIZER_BYTES)
+            .map_err(|e| error(e.to_string()))?;
+        let tokenizer =
+            tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| error(e.to_string()))?;
         Ok(Detokenizer {
             tokenizer,
             pieces: Mutex::new(HashMap::new()),

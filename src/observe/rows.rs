@@ -135,6 +135,12 @@ impl Rows {
         self.problems.push(RowProblem { source, message });
     }
 
+    /// Take in the rows of one file's contents (named `file` in messages), as if read.
+    pub fn read_bytes(&mut self, file: &Path, bytes: &[u8]) {
+        self.files.push(file.to_path_buf());
+        self.parse(file, bytes);
+    }
+
     fn read_file(&mut self, file: &Path) {
         if self.already_read(file) {
             return;
@@ -151,6 +157,10 @@ impl Rows {
             }
         };
         self.files.push(file.to_path_buf());
+        self.parse(file, &bytes);
+    }
+
+    fn parse(&mut self, file: &Path, bytes: &[u8]) {
         let mut bare_lines = Vec::new();
         for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {

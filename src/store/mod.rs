@@ -9,6 +9,8 @@ pub mod record;
 pub mod state;
 
 pub use layout::{FileKind, RolloutLocation, StoreDirError, discover, is_valid_rollout_id};
-pub use read::{Capture, IssueKind, LinePos, ReadIssue, read_capture};
+pub use read::{
+    Capture, IssueKind, LinePos, ReadIssue, RolloutFiles, capture_of_bytes, read_capture,
+};
 pub use record::{ParentResolution, RecordError, TokenRecord};
 pub use state::RolloutState;

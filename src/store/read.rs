@@ -191,6 +191,32 @@ pub fn read_capture(location: &RolloutLocation) -> Capture {
     )
 }
 
+/// The bytes of a rollout's files, each `None` when the file does not exist.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RolloutFiles<'a> {
+    /// `<rid>.tokens.state.json`.
+    pub state: Option<&'a [u8]>,
+    /// `<rid>.tokens.jsonl`.
+    pub records: Option<&'a [u8]>,
+    /// `<rid>.tokens.intents`.
+    pub intents: Option<&'a [u8]>,
+    /// `<rid>.tokens.incomplete`.
+    pub sentinel: Option<&'a [u8]>,
+}
+
+/// Interpret a rollout's file contents without reading any file (tools, fuzzing). Never
+/// fails: problems become [`ReadIssue`]s.
+pub fn capture_of_bytes(location: &RolloutLocation, files: RolloutFiles<'_>) -> Capture {
+    let bytes = FileBytes {
+        state: files.state,
+        records: files.records,
+        intents: files.intents,
+        sentinel: files.sentinel,
+        io_issues: &[],
+    };
+    capture_from(location, bytes, &mut LineCache::default())
+}
+
 /// Read the bytes of every file of a rollout.
 pub(crate) fn read_bytes(location: &RolloutLocation) -> RolloutBytes {
     let mut bytes = RolloutBytes::default();

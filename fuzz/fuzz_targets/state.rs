@@ -1,0 +1,8 @@
+//! A state file: parsed or reported as bad, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = tokscope::store::RolloutState::parse(data);
+});
