@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 fixtures=../tests/fixtures
-mkdir -p corpus/record corpus/state corpus/capture corpus/rows corpus/build
+mkdir -p corpus/record corpus/state corpus/capture corpus/rows corpus/builder
 n=0
 for file in "$fixtures"/conformance/store-1-*/*.tokens.jsonl "$fixtures"/producers/store/*.tokens.jsonl; do
     split -l 1 -d -a 4 "$file" "corpus/record/$(basename "$file" .tokens.jsonl)-"
@@ -22,5 +22,5 @@ done
 for file in "$fixtures"/rows/*.jsonl "$fixtures"/producers/*.jsonl; do
     split -l 1 -d -a 4 "$file" "corpus/rows/$(basename "$file" .jsonl)-"
 done
-head -c 64 /dev/urandom > corpus/build/random-0
+head -c 64 /dev/urandom > corpus/builder/random-0
 echo "seeded: $(ls corpus/record | wc -l) records, $(ls corpus/state | wc -l) states, $(ls corpus/capture | wc -l) rollouts, $(ls corpus/rows | wc -l) rows"

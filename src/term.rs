@@ -3,7 +3,7 @@
 
 use std::io::{Stdout, stdout};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
@@ -70,6 +70,40 @@ fn terminal_alive() -> bool {
     unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut termios) == 0 }
 }
 
+/// Watch standard input for a hang-up (the terminal closed). crossterm's reader loops on
+/// the empty reads of a hung-up terminal and never returns; when that happens this thread
+/// sets `lost` and puts an empty non-blocking pipe in place of standard input, so the
+/// reader gets "would block", returns, and the loop can end.
+fn watch_hangup(lost: Arc<AtomicBool>, done: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("tokscope-tty".into())
+        .spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                // No events asked: poll reports only hang-up and errors, so this sleeps.
+                let mut poll = libc::pollfd {
+                    fd: libc::STDIN_FILENO,
+                    events: 0,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let ready = unsafe { libc::poll(&mut poll, 1, 200) };
+                if ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+                {
+                    lost.store(true, Ordering::Relaxed);
+                    let mut pipe = [0; 2];
+                    // SAFETY: a valid array of two fds; dup2 onto fd 0 is atomic.
+                    unsafe {
+                        if libc::pipe2(pipe.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) == 0 {
+                            libc::dup2(pipe[0], libc::STDIN_FILENO);
+                        }
+                    }
+                    return;
+                }
+            }
+        })
+        .ok();
+}
+
 /// Run the explorer until the user quits, a signal arrives or the terminal goes away; with a
 /// watch, apply its changes as they come. The terminal is restored in every case.
 pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
@@ -83,13 +117,22 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
         restore();
         previous_hook(info);
     }));
-    let result = event_loop(app, watch.as_ref(), &signal);
+    let lost = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    watch_hangup(Arc::clone(&lost), Arc::clone(&done));
+    let result = event_loop(app, watch.as_ref(), &signal, &lost);
+    done.store(true, Ordering::Relaxed);
     restore();
     let _ = std::panic::take_hook();
     result
 }
 
-fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std::io::Result<Ended> {
+fn event_loop(
+    mut app: App,
+    watch: Option<&Watch>,
+    signal: &AtomicUsize,
+    lost: &AtomicBool,
+) -> std::io::Result<Ended> {
     execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(stdout()))?;
@@ -105,8 +148,6 @@ fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std:
     let mut dirty = true;
     let mut last_draw = Instant::now();
     let mut last_check = Instant::now();
-    // Input said "ready" without an event this many times in a row: it is at its end.
-    let mut empty_reads = 0u32;
     loop {
         if app.quit {
             return Ok(Ended::Quit);
@@ -141,7 +182,7 @@ fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std:
         // Input first, and never behind a rebuild: those run on the watcher thread.
         match event::poll(Duration::from_millis(30)) {
             Err(_) => return Ok(Ended::TerminalLost),
-            Ok(false) => empty_reads = 0,
+            Ok(false) => {}
             Ok(true) => {
                 let message = match event::read() {
                     Err(_) => return Ok(Ended::TerminalLost),
@@ -156,19 +197,13 @@ fn event_loop(mut app: App, watch: Option<&Watch>, signal: &AtomicUsize) -> std:
                     }
                     Ok(_) => None,
                 };
-                match message {
-                    Some(message) => {
-                        empty_reads = 0;
-                        dirty |= app.update(message);
-                    }
-                    None => {
-                        empty_reads += 1;
-                        if empty_reads > 10_000 {
-                            return Ok(Ended::TerminalLost);
-                        }
-                    }
+                if let Some(message) = message {
+                    dirty |= app.update(message);
                 }
             }
+        }
+        if lost.load(Ordering::Relaxed) {
+            return Ok(Ended::TerminalLost);
         }
         if let Some(watch) = watch {
             let changes: Vec<_> = watch.events.try_iter().collect();

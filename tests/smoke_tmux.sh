@@ -51,5 +51,33 @@ tmux send-keys -t "$session" , ,
 expect "REPLAY call"
 tmux send-keys -t "$session" q
 expect "EXITED-0"
+tmux kill-session -t "$session" 2>/dev/null || true
+
+# Signals: TERM restores the terminal (echo and canonical mode back), exits 143, and `demo`
+# removes its temporary store.
+tmux new-session -d -s "$session" -x 120 -y 40 \
+    "$bin demo --pace 0.2; echo EXITED-\$?; stty -a | grep -o ' echo ' ; sleep 5"
+expect "● LIVE"
+pid=$(pgrep -f "^$bin demo" | head -1)
+demo_dir="${TMPDIR:-/tmp}/tokscope-demo-$pid"
+[ -d "$demo_dir" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "smoke: no $demo_dir"; }
+kill -TERM "$pid"
+expect "EXITED-143"
+expect " echo"
+sleep 0.5
+[ ! -e "$demo_dir" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "smoke: $demo_dir left behind"; }
+tmux kill-session -t "$session" 2>/dev/null || true
+
+# A lost terminal (with SIGHUP ignored, as under nohup): the explorer ends instead of spinning.
+tmux new-session -d -s "$session" -x 120 -y 40 "sh -c \"trap '' HUP; exec $bin\""
+expect "VERDICT"
+pid=$(pgrep -f "^$bin\$" | head -1)
+tmux kill-session -t "$session"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+    failed=$((failed + 1)); echo "smoke: explorer still running after its terminal closed"; kill -9 "$pid"
+else
+    passed=$((passed + 1))
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
