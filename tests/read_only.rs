@@ -106,3 +106,170 @@ fn no_command_changes_the_store() {
         }
     }
 }
+
+fn copy_store(into: &Path) -> std::path::PathBuf {
+    let store = into.join("store");
+    std::fs::create_dir(&store).unwrap();
+    for entry in std::fs::read_dir(common::fixture("conformance/store-1-0")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), store.join(entry.file_name())).unwrap();
+    }
+    std::fs::copy(
+        common::fixture("rows/store-1-0.rows.jsonl"),
+        store.join("rollouts.jsonl"),
+    )
+    .unwrap();
+    store
+}
+
+fn assert_unchanged(
+    before: &(BTreeMap<String, FileSnapshot>, (i64, i64)),
+    store: &Path,
+    what: &str,
+) {
+    let after = snapshot(store);
+    assert_eq!(before.1, after.1, "{what} changed the directory");
+    assert_eq!(
+        before.0.keys().collect::<Vec<_>>(),
+        after.0.keys().collect::<Vec<_>>(),
+        "{what} created or removed a file"
+    );
+    for (name, file) in &before.0 {
+        assert_eq!(file, &after.0[name], "{what} touched {name}");
+    }
+}
+
+#[test]
+fn no_explorer_action_changes_a_read_only_store() {
+    use crossterm::event::KeyCode;
+    use std::os::unix::fs::PermissionsExt;
+    use tokscope::app::{Action, App, Message, TextKey};
+    let temp = tempfile::tempdir().unwrap();
+    let store = copy_store(temp.path());
+    for entry in std::fs::read_dir(&store).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let before = snapshot(&store);
+    let stores = vec![store.clone()];
+    let mut rows = tokscope::observe::Rows::default();
+    rows.discover(&stores);
+    let locations = tokscope::load::locate(&stores, &[]).unwrap();
+    let mut analyses = Vec::new();
+    let options = tokscope::verdict::VerdictOptions::default();
+    tokscope::load::analyze_in_order(&locations, &options, &rows, |a| a, |a| analyses.push(a));
+    let mut app = App::new(stores, analyses, options, common::viewport(120, 40));
+    let out = temp.path().join("exports");
+    std::fs::create_dir(&out).unwrap();
+    // Every rollout opened, every pane walked, what-ifs, exports (also refused into the
+    // store), replay stepped.
+    for index in 0..app.list.rows.len() {
+        app.update(Message::Click {
+            pane: tokscope::app::Pane::List,
+            row: None,
+        });
+        app.list.scroll.select(index);
+        for action in [
+            Action::Enter,
+            Action::Down,
+            Action::Divergence,
+            Action::PinTerminal,
+            Action::ToggleAttributed,
+            Action::NextPane,
+            Action::NextPane,
+            Action::Bottom,
+            Action::NextPane,
+            Action::Enter,
+            Action::NextPane,
+            Action::Enter,
+            Action::ClearWhatIf,
+        ] {
+            app.update(Message::Action(action));
+            let _ = common::screen(&app);
+        }
+        for (what, dir) in [
+            (Action::ExportReport, &out),
+            (Action::ExportResponse, &store),
+        ] {
+            app.update(Message::Action(what));
+            app.update(Message::Text(TextKey::ClearLine));
+            let path = dir.join(format!("x{index}.json"));
+            for c in path.to_str().unwrap().chars() {
+                app.update(Message::Text(TextKey::Char(c)));
+            }
+            app.update(Message::Text(TextKey::Submit));
+        }
+        common::key(&mut app, KeyCode::Esc);
+    }
+    for action in [
+        Action::ToggleReplay,
+        Action::StepBack,
+        Action::StepBack,
+        Action::Speed100,
+        Action::StepForward,
+        Action::ToggleReplay,
+    ] {
+        app.update(Message::Action(action));
+        let _ = common::screen(&app);
+    }
+    assert!(
+        std::fs::read_dir(&out).unwrap().count() > 0,
+        "exports went outside"
+    );
+    assert_unchanged(&before, &store, "the explorer");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn following_a_live_store_changes_nothing_but_what_its_writer_writes() {
+    use tokscope::live::watch::{WatchMode, WatchOptions, watch};
+    for mode in [
+        WatchMode::Events,
+        WatchMode::Poll(std::time::Duration::from_millis(50)),
+    ] {
+        let temp = tempfile::tempdir().unwrap();
+        let store = copy_store(temp.path());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let before = snapshot(&store);
+        let handle = watch(
+            vec![store.clone()],
+            WatchOptions {
+                mode,
+                ..WatchOptions::default()
+            },
+        );
+        // A writer appends a rollout call by call while the store is followed.
+        let mut rng = tokscope_testkit::Rng::new(3);
+        let full = tokscope_testkit::linear_rollout("w", 12, &mut rng, 6, false, true);
+        for calls in 1..=full.calls.len() {
+            let partial = tokscope_testkit::Rollout {
+                calls: full.calls[..calls].to_vec(),
+                ..full.clone()
+            };
+            partial.write(&store).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(15));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(handle);
+        // The writer's files are exactly what it wrote; everything else is untouched.
+        let expected = temp.path().join("expected");
+        std::fs::create_dir(&expected).unwrap();
+        full.write(&expected).unwrap();
+        let after = snapshot(&store);
+        for (name, file) in snapshot(&expected).0 {
+            assert_eq!(after.0[&name].bytes, file.bytes, "{name}");
+        }
+        let mut others = before;
+        others.1 = after.1; // the writer created files: the directory's mtime moved
+        for name in snapshot(&expected).0.keys() {
+            others.0.insert(name.clone(), snapshot_of(&store, name));
+        }
+        assert_unchanged(&others, &store, "following the live store");
+    }
+}
+
+fn snapshot_of(store: &Path, name: &str) -> FileSnapshot {
+    snapshot(store).0.remove(name).unwrap()
+}
