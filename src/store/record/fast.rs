@@ -37,7 +37,8 @@ impl<'a> Scanner<'a> {
         self.eat(b'"')?;
         let start = self.at;
         loop {
-            let offset = memchr::memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+            // A backslash as the last byte (a torn line) leaves `at` past the end.
+            let offset = memchr::memchr2(b'"', b'\\', self.bytes.get(self.at..)?)?;
             self.at += offset;
             if self.bytes[self.at] == b'\\' {
                 self.at += 2;

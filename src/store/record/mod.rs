@@ -379,6 +379,21 @@ mod tests {
     }
 
     #[test]
+    fn fuzz_findings_stay_fixed() {
+        // A line cut right after a backslash inside a string (a torn write) read past the end.
+        for line in [
+            &br#"{"model":"x\"#[..],
+            br#"{"a":"\"#,
+            br#"{"#,
+            br#"{"a":["#,
+        ] {
+            assert!(TokenRecord::parse(line).is_err());
+        }
+        let found = include_bytes!("../../../fuzz/regressions/record-backslash-at-end");
+        assert!(TokenRecord::parse(found).is_err());
+    }
+
+    #[test]
     fn token_array_scanner() {
         assert_eq!(fast_token_array(b"[]"), Some(vec![]));
         assert_eq!(fast_token_array(b"[ ]"), Some(vec![]));
