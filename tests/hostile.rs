@@ -200,3 +200,60 @@ fn the_explorer_ends_with_the_conventional_status() {
     assert_eq!(Ended::Signal(1).status(), 129);
     assert_eq!(Ended::TerminalLost.status(), 129);
 }
+
+#[test]
+fn a_fifo_created_while_watching_stops_nothing() {
+    use tokscope::live::StoreEvent;
+    use tokscope::live::watch::{WatchMode, WatchOptions, watch};
+    for mode in [
+        WatchMode::Events,
+        WatchMode::Poll(Duration::from_millis(50)),
+    ] {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
+        let handle = watch(
+            vec![dir.clone()],
+            WatchOptions {
+                mode,
+                ..WatchOptions::default()
+            },
+        );
+        mkfifo(&dir.join("h.tokens.jsonl"));
+        std::thread::sleep(Duration::from_millis(300));
+        let mut rollout = tokscope_testkit::linear_rollout(
+            "ok",
+            2,
+            &mut tokscope_testkit::Rng::new(5),
+            4,
+            false,
+            true,
+        );
+        rollout.frozen = true;
+        rollout.write(&dir).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (mut fifo_reports, mut written) = (0, false);
+        while Instant::now() < deadline && !written {
+            if let Ok(StoreEvent::Updated(a)) =
+                handle.events.recv_timeout(Duration::from_millis(100))
+            {
+                match a.rollout_id() {
+                    "h" => {
+                        fifo_reports += 1;
+                        assert_eq!(a.verdict, tokscope::verdict::Verdict::Masked);
+                    }
+                    "ok" => written = a.capture.records.len() == 2,
+                    _ => {}
+                }
+            }
+        }
+        assert!(written, "later writes are still followed");
+        // Polling stats the FIFO every tick but reports it once, not once a tick.
+        std::thread::sleep(Duration::from_millis(500));
+        fifo_reports += handle
+            .events
+            .try_iter()
+            .filter(|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "h"))
+            .count();
+        assert!(fifo_reports <= 2, "{fifo_reports} reports of one FIFO");
+    }
+}

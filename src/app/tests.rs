@@ -293,3 +293,31 @@ fn the_tree_drives_the_tokens_and_the_what_if() {
     act(&mut app, Action::Dismiss);
     assert!(!app.show_help);
 }
+
+#[test]
+fn export_asks_before_replacing_a_file() {
+    let mut app = demo();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("r.json");
+    std::fs::write(&target, b"keep me").expect("write");
+    let export_to = |app: &mut App| {
+        act(app, Action::ExportReport);
+        app.update(Message::Text(TextKey::ClearLine));
+        type_text(app, &target.display().to_string());
+        app.update(Message::Text(TextKey::Submit));
+    };
+    export_to(&mut app);
+    assert!(matches!(app.mode, Mode::ConfirmOverwrite { .. }));
+    app.update(Message::Text(TextKey::Char('n')));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(matches!(app.message, Some(Notice::NotOverwritten(_))));
+    assert_eq!(std::fs::read(&target).expect("read"), b"keep me");
+    export_to(&mut app);
+    app.update(Message::Text(TextKey::Char('y')));
+    assert!(
+        matches!(app.message, Some(Notice::Exported(_))),
+        "{:?}",
+        app.message
+    );
+    assert_ne!(std::fs::read(&target).expect("read"), b"keep me");
+}
