@@ -67,7 +67,7 @@ pub struct ReplayArgs {
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Seconds per model call (intent to record).
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.2)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.2, value_parser = pace)]
     pub pace: f64,
 }
 
@@ -130,6 +130,9 @@ pub enum ArgError {
     /// A polling interval below [`MIN_POLL_MS`].
     #[error("{0} ms polls too often; use {MIN_POLL_MS} or more (or no --poll: change events)")]
     PollTooFast(u64),
+    /// A pace that is negative, NaN or over an hour.
+    #[error("{0} is not a pace in seconds between 0 and 3600")]
+    NotAPace(String),
     /// A fraction outside 0..=1 (or NaN).
     #[error("{0} is not a fraction between 0 and 1")]
     NotAFraction(String),
@@ -143,6 +146,16 @@ fn poll_ms(text: &str) -> Result<u64, ArgError> {
         return Err(ArgError::PollTooFast(ms));
     }
     Ok(ms)
+}
+
+fn pace(text: &str) -> Result<f64, ArgError> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| ArgError::NotANumber(text.to_owned()))?;
+    if !(0.0..=3600.0).contains(&value) {
+        return Err(ArgError::NotAPace(text.to_owned()));
+    }
+    Ok(value)
 }
 
 fn fraction(text: &str) -> Result<f64, ArgError> {

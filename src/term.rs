@@ -113,8 +113,12 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
     }
     enable_raw_mode()?;
     let previous_hook = std::panic::take_hook();
+    let ui_thread = std::thread::current().id();
     std::panic::set_hook(Box::new(move |info| {
-        restore();
+        // Only a panic of the UI thread ends the screen; another thread's is reported below.
+        if std::thread::current().id() == ui_thread {
+            restore();
+        }
         previous_hook(info);
     }));
     let lost = Arc::new(AtomicBool::new(false));

@@ -113,7 +113,11 @@ pub fn edit(line: &mut String, key: TextKey) {
         TextKey::DeleteWord => {
             let kept = line.trim_end().len();
             line.truncate(kept);
-            let cut = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            // After the last whitespace character, whatever its width in bytes.
+            let cut = line
+                .char_indices()
+                .rfind(|(_, c)| c.is_whitespace())
+                .map_or(0, |(at, c)| at + c.len_utf8());
             line.truncate(cut);
         }
         TextKey::ClearLine => line.clear(),
@@ -141,5 +145,9 @@ mod tests {
         assert_eq!(line, "");
         edit(&mut line, TextKey::DeleteWord);
         assert_eq!(line, "");
+        // Wide whitespace (an ideographic space) is cut on its boundary.
+        let mut wide = "a\u{3000}b".to_owned();
+        edit(&mut wide, TextKey::DeleteWord);
+        assert_eq!(wide, "a\u{3000}");
     }
 }

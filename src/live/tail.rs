@@ -29,6 +29,8 @@ struct Stamp {
     identity: (u64, u64),
     len: u64,
     modified: Option<SystemTime>,
+    /// Inode change time: a `chmod` that makes a file readable changes only this.
+    changed: (i64, i64),
 }
 
 impl Stamp {
@@ -37,6 +39,7 @@ impl Stamp {
             identity: (meta.dev(), meta.ino()),
             len: meta.len(),
             modified: meta.modified().ok(),
+            changed: (meta.ctime(), meta.ctime_nsec()),
         }
     }
 }
