@@ -42,6 +42,9 @@ pub enum ExportError {
     /// The destination is a symlink: never written through.
     #[error("{0} is a symlink; refusing to write through it")]
     Symlink(PathBuf),
+    /// The destination exists and is not a regular file (a FIFO, device or directory).
+    #[error("{0} is not a regular file; choose another path")]
+    NotRegular(PathBuf),
     /// Writing failed.
     #[error("{path}: {reason}")]
     Write {
@@ -112,19 +115,33 @@ pub fn export(
         Ok(meta) if meta.file_type().is_symlink() => {
             return Err(ExportError::Symlink(final_path));
         }
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(ExportError::NotRegular(final_path));
+        }
         Ok(_) if !overwrite => return Err(ExportError::Exists(final_path)),
-        _ => {}
+        Ok(_) => {
+            // Replace by rename: the old name's inode (perhaps hard-linked elsewhere) is
+            // never truncated or written, and readers see the old or the new file whole.
+            let temporary = parent.join(format!(
+                ".{}.tokscope-{}.tmp",
+                file_name.to_string_lossy(),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_file(&temporary);
+            if let Err(error) = write_new(&temporary, &json) {
+                let _ = std::fs::remove_file(&temporary);
+                return Err(write_error(error.to_string()));
+            }
+            return std::fs::rename(&temporary, &final_path)
+                .map(|()| final_path.clone())
+                .map_err(|e| {
+                    let _ = std::fs::remove_file(&temporary);
+                    write_error(e.to_string())
+                });
+        }
+        Err(_) => {}
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true);
-    if overwrite {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    use std::os::unix::fs::OpenOptionsExt;
-    options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    let mut file = options.open(&final_path).map_err(|e| {
+    write_new(&final_path, &json).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
             ExportError::Symlink(final_path.clone())
         } else if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -133,8 +150,18 @@ pub fn export(
             write_error(e.to_string())
         }
     })?;
-    std::io::Write::write_all(&mut file, &json).map_err(|e| write_error(e.to_string()))?;
     Ok(final_path)
+}
+
+/// Create `path` (never an existing name, never through a symlink) and write `bytes`.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    std::io::Write::write_all(&mut file, bytes)
 }
 
 #[cfg(test)]
@@ -203,5 +230,37 @@ mod tests {
             assert_eq!(refused, Err(ExportError::Symlink(link.clone())));
         }
         assert_eq!(std::fs::read(&target).expect("state"), b"{}");
+    }
+
+    #[test]
+    fn overwrite_replaces_the_name_not_the_file() {
+        let analysis = demo();
+        let out = tempfile::tempdir().expect("temp dir");
+        let store = tempfile::tempdir().expect("temp dir");
+        // A hard link to a store file: confirming the overwrite must not touch the store.
+        let kept = store.path().join("s.tokens.jsonl");
+        std::fs::write(&kept, b"kept\n").expect("store file");
+        let linked = out.path().join("linked.json");
+        std::fs::hard_link(&kept, &linked).expect("hard link");
+        export(&analysis, &[], ExportKind::Report, &linked, true).expect("replaced");
+        assert_eq!(std::fs::read(&kept).expect("store file"), b"kept\n");
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&linked).expect("read back")).expect("json");
+        assert!(json.is_object());
+        let leftovers: Vec<_> = std::fs::read_dir(out.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary file left behind");
+        // A FIFO is refused, confirmed or not, and never opened (opening would block).
+        let fifo = out.path().join("pipe.json");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: `name` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        for overwrite in [false, true] {
+            let refused = export(&analysis, &[], ExportKind::Report, &fifo, overwrite);
+            assert_eq!(refused, Err(ExportError::NotRegular(fifo.clone())));
+        }
     }
 }
