@@ -40,6 +40,11 @@ pub struct ExploreArgs {
     /// Rows files inside the store directories are found without it.
     #[arg(long = "rollouts", value_name = "PATH", global = true)]
     pub rows: Vec<PathBuf>,
+    /// The longest record line read, in MiB (default 256). A longer line is not parsed: it
+    /// is reported with its file and line, and its rollout is masked.
+    #[arg(long, value_name = "MIB", global = true,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub max_line_mib: Option<u64>,
 }
 
 /// Subcommands.

@@ -28,6 +28,9 @@ fn main() -> ExitCode {
 
 fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     validate(&mut cli)?;
+    if let Some(mib) = cli.explore.max_line_mib {
+        tokscope::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
+    }
     match cli.command {
         Some(Command::Build(args)) => {
             let options = VerdictOptions {

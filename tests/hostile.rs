@@ -100,6 +100,59 @@ fn fifos_devices_directories_and_loops_are_reported_not_read() {
 }
 
 #[test]
+fn a_line_over_the_line_limit_is_reported_and_masks_only_its_rollout() {
+    use tokscope_testkit::{Call, Rng, Rollout};
+    let temp = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(7);
+    // About 1.5 MB of prompt ids in one line, and a small rollout beside it.
+    let huge = Rollout {
+        id: "huge".into(),
+        calls: vec![Call::root("c1", rng.tokens(200_000), vec![5], 1.0)],
+        frozen: true,
+        ..Rollout::default()
+    };
+    let small = Rollout {
+        id: "small".into(),
+        calls: vec![Call::root("c1", vec![1, 2, 3], vec![4], 1.0)],
+        frozen: true,
+        ..Rollout::default()
+    };
+    huge.write(temp.path()).unwrap();
+    small.write(temp.path()).unwrap();
+    let store = temp.path().as_os_str();
+    let verdict_of = |stdout: &str, id: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("{id} listed: {stdout}"))
+            .to_owned()
+    };
+    let limited = run_within(
+        &[os("build"), store, os("--max-line-mib"), os("1")],
+        Duration::from_secs(30),
+    );
+    let stdout = String::from_utf8_lossy(&limited.stdout);
+    let stderr = String::from_utf8_lossy(&limited.stderr);
+    assert!(verdict_of(&stdout, "huge").contains("masked"), "{stdout}");
+    assert!(verdict_of(&stdout, "small").contains("ok"), "{stdout}");
+    let told = format!("{stdout}{stderr}");
+    assert!(
+        told.contains("line limit") && told.contains("--max-line-mib"),
+        "the reason is told: {told}"
+    );
+    // Under the default limit the same line is read and the rollout is good.
+    let default = run_within(&[os("build"), store], Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&default.stdout);
+    assert!(verdict_of(&stdout, "huge").contains("ok"), "{stdout}");
+    // The limit must be at least 1 MiB.
+    let refused = run_within(
+        &[os("build"), store, os("--max-line-mib"), os("0")],
+        Duration::from_secs(10),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
 fn unreadable_rollouts_count_as_masked_everywhere() {
     let (_temp, store) = hostile_store();
     let locations = tokscope::load::locate(std::slice::from_ref(&store), &[]).unwrap();

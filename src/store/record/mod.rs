@@ -110,6 +110,16 @@ pub enum RecordError {
     /// The line is JSON but not a valid record.
     #[error("refused record: {0}")]
     Invalid(Refusal),
+    /// The line is longer than the line limit: not parsed.
+    #[error(
+        "line of {bytes} bytes is over the {limit}-byte line limit; not read (raise it with --max-line-mib)"
+    )]
+    TooLong {
+        /// The line's length.
+        bytes: usize,
+        /// The limit in force.
+        limit: usize,
+    },
 }
 
 /// Why a JSON line is refused as a record (SPEC §3).

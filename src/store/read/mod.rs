@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -49,6 +50,25 @@ pub enum IssueKind {
     Io,
     /// The incomplete sentinel exists while the state is not flagged incomplete.
     SentinelWithoutFlag,
+    /// A record line over the line limit ([`set_line_limit`]): not parsed.
+    TooLong,
+}
+
+/// The default longest record line parsed: far beyond any real record, small enough that
+/// one runaway line cannot take the machine's memory.
+pub const DEFAULT_LINE_LIMIT: usize = 256 << 20;
+
+static LINE_LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LINE_LIMIT);
+
+/// Set the longest record line parsed (bytes), for the whole process. Set once at start-up
+/// from `--max-line-mib`; a process-wide setting because every reader must apply the same one.
+pub fn set_line_limit(bytes: usize) {
+    LINE_LIMIT.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// The longest record line parsed (bytes).
+pub fn line_limit() -> usize {
+    LINE_LIMIT.load(Ordering::Relaxed)
 }
 
 /// One problem found while reading, located to file, line and byte.
@@ -274,7 +294,7 @@ pub(crate) fn capture_from(
     }
     let has_records_file = bytes.records.is_some();
     let data = bytes.records.unwrap_or_default();
-    let parsed = parse_records(data, &state, &mut issues, cache);
+    let parsed = parse_records(data, &state, &mut issues, cache, line_limit());
 
     let mut intents = Vec::new();
     if let Some(bytes) = intents_bytes {
@@ -417,6 +437,7 @@ fn parse_records(
     state: &RolloutState,
     issues: &mut Vec<ReadIssue>,
     cache: &mut LineCache,
+    limit: usize,
 ) -> ParsedRecords {
     let line_starts = LineIndex::new(data);
     let legacy = state.legacy_index();
@@ -452,6 +473,12 @@ fn parse_records(
     // kept cache carries them over to the next read of a growing file.
     let parse = |start: usize, end: usize| -> ParsedLine {
         let payload = strip(&data[start..end]);
+        if payload.len() > limit {
+            return Some(Err(RecordError::TooLong {
+                bytes: payload.len(),
+                limit,
+            }));
+        }
         (!payload.is_empty()).then(|| TokenRecord::parse(payload).map(Arc::new))
     };
 
@@ -510,6 +537,10 @@ fn parse_records(
                     reported.insert(start);
                     issue(IssueKind::Refused, at, message.to_string(), true);
                 }
+                Some(Err(error @ RecordError::TooLong { .. })) => {
+                    reported.insert(start);
+                    issue(IssueKind::TooLong, at, error.to_string(), true);
+                }
                 Some(Ok(record)) => {
                     let id = &record.model_call_id;
                     if seen[id.as_str()] < 2 && !known.contains_key(id) {
@@ -566,6 +597,7 @@ fn parse_records(
                         (IssueKind::Corrupt, format!("corrupt line: {message}"))
                     }
                     RecordError::Invalid(refusal) => (IssueKind::Refused, refusal.to_string()),
+                    error @ RecordError::TooLong { .. } => (IssueKind::TooLong, error.to_string()),
                 };
                 issue(kind, at, message, true);
             }
@@ -626,124 +658,4 @@ impl LineIndex {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(id: &str, created: f64) -> String {
-        format!(
-            r#"{{"created_at":{created},"generation_log_probs":[-0.1],"generation_token_ids":[7],"model_call_id":"{id}","parent_resolution":"root","prompt_token_ids":[1,2],"rollout_id":"r"}}"#
-        )
-    }
-
-    fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
-        let mut issues = Vec::new();
-        let parsed = parse_records(
-            data.as_bytes(),
-            &RolloutState::absent(),
-            &mut issues,
-            &mut LineCache::default(),
-        );
-        (parsed, issues)
-    }
-
-    #[test]
-    fn torn_final_line_is_ignored_and_reported() {
-        let data = format!("{}\n{}", rec("a", 1.0), &rec("b", 2.0)[..30]);
-        let (parsed, issues) = parse(&data);
-        assert_eq!(parsed.records.len(), 1);
-        assert_eq!(issues.len(), 1);
-        assert_eq!(issues[0].kind, IssueKind::TornTail);
-        assert!(!issues[0].fatal);
-        assert_eq!(issues[0].at.unwrap().line, 2);
-    }
-
-    #[test]
-    fn corrupt_middle_line_is_fatal_and_located() {
-        let first = rec("a", 1.0);
-        let data = format!("{first}\n{{\"broken\n{}\n", rec("c", 3.0));
-        let (parsed, issues) = parse(&data);
-        assert_eq!(
-            parsed.records.len(),
-            2,
-            "records around the corruption stay visible"
-        );
-        assert_eq!(issues.len(), 1);
-        assert_eq!(issues[0].kind, IssueKind::Corrupt);
-        assert!(issues[0].fatal);
-        assert_eq!(
-            issues[0].at,
-            Some(LinePos {
-                line: 2,
-                offset: first.len() as u64 + 1
-            })
-        );
-    }
-
-    #[test]
-    fn complete_final_line_without_newline_is_accepted() {
-        let data = format!("{}\n{}", rec("a", 1.0), rec("b", 2.0));
-        let (parsed, issues) = parse(&data);
-        assert_eq!(parsed.records.len(), 2);
-        assert_eq!(issues[0].kind, IssueKind::Unterminated);
-    }
-
-    #[test]
-    fn duplicate_lines_identical_vs_conflicting() {
-        let same = format!("{}\n{}\n", rec("a", 1.0), rec("a", 1.0));
-        let (parsed, issues) = parse(&same);
-        assert_eq!(parsed.records.len(), 2);
-        assert!(issues.is_empty());
-        let conflict = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
-        let (_, issues) = parse(&conflict);
-        assert_eq!(issues[0].kind, IssueKind::Conflict);
-        assert!(issues[0].fatal);
-    }
-
-    #[test]
-    fn refused_record_is_fatal() {
-        let bad = rec("b", 2.0).replace("\"rollout_id\"", "\"schema_version\":9,\"rollout_id\"");
-        let data = format!("{}\n{bad}\n", rec("a", 1.0));
-        let (parsed, issues) = parse(&data);
-        assert_eq!(parsed.records.len(), 1);
-        assert_eq!(issues[0].kind, IssueKind::Refused);
-        assert!(issues[0].message.contains("upgrade the reader"));
-    }
-
-    #[test]
-    fn indexed_region_is_trusted_but_still_read() {
-        let data = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
-        let mut state = RolloutState::absent();
-        state.indexed_size = Some(data.len() as i64);
-        let mut issues = Vec::new();
-        let parsed = parse_records(
-            data.as_bytes(),
-            &state,
-            &mut issues,
-            &mut LineCache::default(),
-        );
-        assert_eq!(
-            parsed.records.len(),
-            2,
-            "the conflict is the builder's to find"
-        );
-        assert!(issues.is_empty());
-        state.indexed_size = Some(data.len() as i64 + 1);
-        let mut issues = Vec::new();
-        parse_records(
-            data.as_bytes(),
-            &state,
-            &mut issues,
-            &mut LineCache::default(),
-        );
-        assert_eq!(issues[0].kind, IssueKind::BadState);
-    }
-
-    #[test]
-    fn intents_split_like_python() {
-        assert_eq!(
-            decode_lines(b"a\r\nb\rc\n\n  d  \n").unwrap(),
-            vec!["a", "b", "c", "d"]
-        );
-        assert!(decode_lines(b"ok\n\xff\n").is_err());
-    }
-}
+mod tests;

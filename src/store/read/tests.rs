@@ -1,0 +1,160 @@
+//! Unit tests of the records-file reader.
+
+use super::*;
+
+fn rec(id: &str, created: f64) -> String {
+    format!(
+        r#"{{"created_at":{created},"generation_log_probs":[-0.1],"generation_token_ids":[7],"model_call_id":"{id}","parent_resolution":"root","prompt_token_ids":[1,2],"rollout_id":"r"}}"#
+    )
+}
+
+fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
+    let mut issues = Vec::new();
+    let parsed = parse_records(
+        data.as_bytes(),
+        &RolloutState::absent(),
+        &mut issues,
+        &mut LineCache::default(),
+        DEFAULT_LINE_LIMIT,
+    );
+    (parsed, issues)
+}
+
+#[test]
+fn torn_final_line_is_ignored_and_reported() {
+    let data = format!("{}\n{}", rec("a", 1.0), &rec("b", 2.0)[..30]);
+    let (parsed, issues) = parse(&data);
+    assert_eq!(parsed.records.len(), 1);
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].kind, IssueKind::TornTail);
+    assert!(!issues[0].fatal);
+    assert_eq!(issues[0].at.unwrap().line, 2);
+}
+
+#[test]
+fn corrupt_middle_line_is_fatal_and_located() {
+    let first = rec("a", 1.0);
+    let data = format!("{first}\n{{\"broken\n{}\n", rec("c", 3.0));
+    let (parsed, issues) = parse(&data);
+    assert_eq!(
+        parsed.records.len(),
+        2,
+        "records around the corruption stay visible"
+    );
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].kind, IssueKind::Corrupt);
+    assert!(issues[0].fatal);
+    assert_eq!(
+        issues[0].at,
+        Some(LinePos {
+            line: 2,
+            offset: first.len() as u64 + 1
+        })
+    );
+}
+
+#[test]
+fn complete_final_line_without_newline_is_accepted() {
+    let data = format!("{}\n{}", rec("a", 1.0), rec("b", 2.0));
+    let (parsed, issues) = parse(&data);
+    assert_eq!(parsed.records.len(), 2);
+    assert_eq!(issues[0].kind, IssueKind::Unterminated);
+}
+
+#[test]
+fn duplicate_lines_identical_vs_conflicting() {
+    let same = format!("{}\n{}\n", rec("a", 1.0), rec("a", 1.0));
+    let (parsed, issues) = parse(&same);
+    assert_eq!(parsed.records.len(), 2);
+    assert!(issues.is_empty());
+    let conflict = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
+    let (_, issues) = parse(&conflict);
+    assert_eq!(issues[0].kind, IssueKind::Conflict);
+    assert!(issues[0].fatal);
+}
+
+#[test]
+fn refused_record_is_fatal() {
+    let bad = rec("b", 2.0).replace("\"rollout_id\"", "\"schema_version\":9,\"rollout_id\"");
+    let data = format!("{}\n{bad}\n", rec("a", 1.0));
+    let (parsed, issues) = parse(&data);
+    assert_eq!(parsed.records.len(), 1);
+    assert_eq!(issues[0].kind, IssueKind::Refused);
+    assert!(issues[0].message.contains("upgrade the reader"));
+}
+
+#[test]
+fn a_line_over_the_limit_is_a_located_fatal_gap_and_not_parsed() {
+    let long = rec("b", 2.25);
+    let data = format!("{}\n{long}\n{}\n", rec("a", 1.0), rec("c", 3.0));
+    for indexed in [0, data.len() as i64] {
+        let mut state = RolloutState::absent();
+        state.indexed_size = Some(indexed);
+        let mut issues = Vec::new();
+        let parsed = parse_records(
+            data.as_bytes(),
+            &state,
+            &mut issues,
+            &mut LineCache::default(),
+            long.len() - 1,
+        );
+        let ids: Vec<_> = parsed.records.iter().map(|r| &*r.model_call_id).collect();
+        assert_eq!(ids, ["a", "c"], "the other lines are still read");
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].kind, IssueKind::TooLong);
+        assert!(issues[0].fatal);
+        assert_eq!(issues[0].at.map(|at| at.line), Some(2));
+        assert!(issues[0].message.contains("--max-line-mib"));
+    }
+    // At the limit, the line is read.
+    let mut issues = Vec::new();
+    let parsed = parse_records(
+        data.as_bytes(),
+        &RolloutState::absent(),
+        &mut issues,
+        &mut LineCache::default(),
+        long.len(),
+    );
+    assert_eq!(parsed.records.len(), 3);
+    assert!(issues.is_empty());
+}
+
+#[test]
+fn indexed_region_is_trusted_but_still_read() {
+    let data = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
+    let mut state = RolloutState::absent();
+    state.indexed_size = Some(data.len() as i64);
+    let mut issues = Vec::new();
+    let parsed = parse_records(
+        data.as_bytes(),
+        &state,
+        &mut issues,
+        &mut LineCache::default(),
+        DEFAULT_LINE_LIMIT,
+    );
+    assert_eq!(
+        parsed.records.len(),
+        2,
+        "the conflict is the builder's to find"
+    );
+    assert!(issues.is_empty());
+    state.indexed_size = Some(data.len() as i64 + 1);
+    let mut issues = Vec::new();
+    parse_records(
+        data.as_bytes(),
+        &state,
+        &mut issues,
+        &mut LineCache::default(),
+        DEFAULT_LINE_LIMIT,
+    );
+    assert_eq!(issues[0].kind, IssueKind::BadState);
+}
+
+#[test]
+fn intents_split_like_python() {
+    assert_eq!(
+        decode_lines(b"a\r\nb\rc\n\n  d  \n").unwrap(),
+        vec!["a", "b", "c", "d"]
+    );
+    assert!(decode_lines(b"ok\n\xff\n").is_err());
+}
