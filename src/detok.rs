@@ -55,7 +55,7 @@ impl Detokenizer {
     }
 
     /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
-    pub fn piece(&self, id: crate::rebuild::TokenValue) -> String {
+    pub(crate) fn piece(&self, id: crate::rebuild::TokenValue) -> String {
         let Ok(id) = u32::try_from(id) else {
             return format!("⟨{id}⟩");
         };

@@ -143,7 +143,7 @@ impl Gap {
     }
 
     /// A gap about no call in particular.
-    pub fn general(fact: GapFact) -> Gap {
+    pub(crate) fn general(fact: GapFact) -> Gap {
         Gap { call: None, fact }
     }
 

@@ -53,7 +53,7 @@ pub fn options_for(
 
 /// Like [`analyze_all`], applying `finish` to each analysis on the worker thread (for
 /// example serializing its report, which is as much work as the build itself).
-pub fn analyze_all_with<T: Send>(
+pub(crate) fn analyze_all_with<T: Send>(
     locations: &[RolloutLocation],
     options: &VerdictOptions,
     finish: impl Fn(Analysis) -> T + Sync,

@@ -24,12 +24,12 @@ impl Analysis {
     }
 
     /// The report's `metrics` object (cheap: nothing else of the report is built).
-    pub fn metrics_json(&self) -> serde_json::Value {
+    pub(crate) fn metrics_json(&self) -> serde_json::Value {
         serde_json::to_value(self.metrics()).unwrap_or_default()
     }
 
     /// The report's `build.notes` object, when there is a build.
-    pub fn notes_json(&self) -> Option<serde_json::Value> {
+    pub(crate) fn notes_json(&self) -> Option<serde_json::Value> {
         self.build
             .as_ref()
             .map(|b| serde_json::to_value(NotesReport::new(&b.notes)).unwrap_or_default())

@@ -56,7 +56,7 @@ pub enum ExportError {
 }
 
 /// The file name offered for an export, in the current directory.
-pub fn default_file_name(rollout_id: &str, what: ExportKind) -> String {
+pub(crate) fn default_file_name(rollout_id: &str, what: ExportKind) -> String {
     let kind = match what {
         ExportKind::Report => "report",
         ExportKind::Response => "response",

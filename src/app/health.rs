@@ -99,7 +99,7 @@ impl Health {
     }
 
     /// Masked fraction of frozen rollouts (0 when none is frozen).
-    pub fn frozen_masked_fraction(&self) -> f64 {
+    pub(crate) fn frozen_masked_fraction(&self) -> f64 {
         if self.frozen == 0 {
             0.0
         } else {

@@ -67,13 +67,13 @@ impl RolloutList {
     }
 
     /// The selected rollout (index into the analyses).
-    pub fn selected_rollout(&self) -> Option<usize> {
+    pub(crate) fn selected_rollout(&self) -> Option<usize> {
         self.rows.get(self.scroll.selected()).copied()
     }
 
     /// Recompute the visible rows from sort and filters, keeping the selected rollout
     /// selected. `hide_cleared` hides rollouts whose files are all gone (replay).
-    pub fn refresh(&mut self, analyses: &[Analysis], hide_cleared: bool) {
+    pub(crate) fn refresh(&mut self, analyses: &[Analysis], hide_cleared: bool) {
         let keep = self.selected_rollout();
         let filter = self.filter.to_lowercase();
         let mut rows: Vec<usize> = (0..analyses.len())
@@ -117,13 +117,13 @@ impl RolloutList {
     }
 
     /// Sort by the next column.
-    pub fn sort_next(&mut self) {
+    pub(crate) fn sort_next(&mut self) {
         let at = SORT_KEYS.iter().position(|k| *k == self.sort).unwrap_or(0);
         self.sort = SORT_KEYS[(at + 1) % SORT_KEYS.len()];
     }
 
     /// Show the next mask reason of `codes` only (after the last: all again).
-    pub fn cycle_reason(&mut self, codes: &[&'static str]) {
+    pub(crate) fn cycle_reason(&mut self, codes: &[&'static str]) {
         self.reason = match self.reason {
             None => codes.first().copied(),
             Some(current) => codes
@@ -136,7 +136,7 @@ impl RolloutList {
 }
 
 /// Mask reason codes present in `analyses`, in first-seen order.
-pub fn reason_codes(analyses: &[Analysis]) -> Vec<&'static str> {
+pub(crate) fn reason_codes(analyses: &[Analysis]) -> Vec<&'static str> {
     let mut codes = Vec::new();
     for analysis in analyses {
         for reason in &analysis.reasons {

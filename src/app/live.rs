@@ -32,7 +32,7 @@ pub struct Live {
 
 impl Live {
     /// Following a watcher.
-    pub fn watching() -> Live {
+    pub(crate) fn watching() -> Live {
         Live {
             watching: true,
             ..Live::default()
@@ -40,7 +40,7 @@ impl Live {
     }
 
     /// Hold `events` back (paused, or replaying); `false` when they are to be applied now.
-    pub fn hold(&mut self, events: &mut Vec<StoreEvent>, replaying: bool) -> bool {
+    pub(crate) fn hold(&mut self, events: &mut Vec<StoreEvent>, replaying: bool) -> bool {
         if replaying || self.paused {
             self.pending.append(events);
             return true;
@@ -49,7 +49,7 @@ impl Live {
     }
 
     /// Pause or resume; on resume, the changes held back.
-    pub fn toggle_pause(&mut self) -> Vec<StoreEvent> {
+    pub(crate) fn toggle_pause(&mut self) -> Vec<StoreEvent> {
         self.paused = !self.paused;
         if self.paused {
             Vec::new()
@@ -77,7 +77,7 @@ impl Live {
     }
 
     /// Let highlights older than [`HIGHLIGHT`] fade; whether any did.
-    pub fn expire(&mut self, now: Instant) -> bool {
+    pub(crate) fn expire(&mut self, now: Instant) -> bool {
         let before = self.recent.len();
         self.recent
             .retain(|_, at| now.duration_since(*at) < HIGHLIGHT);

@@ -257,7 +257,7 @@ impl App {
     }
 
     /// Mask reason codes present in the store, in first-seen order.
-    pub fn reason_codes(&self) -> Vec<&'static str> {
+    pub(crate) fn reason_codes(&self) -> Vec<&'static str> {
         list::reason_codes(&self.analyses)
     }
 
@@ -284,7 +284,7 @@ impl App {
     }
 
     /// Perform an action.
-    pub fn act(&mut self, action: Action) {
+    pub(crate) fn act(&mut self, action: Action) {
         self.message = None;
         match action {
             Action::Dismiss => {
@@ -569,7 +569,7 @@ impl App {
     }
 
     /// Select a call by id in the tree (and so in the token pane and inspector).
-    pub fn select_call(&mut self, call: &str) {
+    pub(crate) fn select_call(&mut self, call: &str) {
         let Some(view) = &mut self.view else { return };
         match view.select_call(&self.analyses[view.index], call) {
             Ok(()) => self.focus = Pane::Tree,

@@ -77,7 +77,7 @@ pub enum WhatIfChange {
 }
 
 /// The differences between a rollout as built and a what-if of it.
-pub fn what_if_changes(before: &Analysis, after: &Analysis) -> Vec<WhatIfChange> {
+pub(crate) fn what_if_changes(before: &Analysis, after: &Analysis) -> Vec<WhatIfChange> {
     let mut changes = vec![WhatIfChange::Verdict {
         before: before.mask_sample,
         after: after.mask_sample,

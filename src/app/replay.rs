@@ -82,7 +82,7 @@ impl ReplayState {
     }
 
     /// Seek to call `position`.
-    pub fn seek(&mut self, position: usize) -> Vec<usize> {
+    pub(crate) fn seek(&mut self, position: usize) -> Vec<usize> {
         self.replay.seek(position)
     }
 
@@ -101,7 +101,7 @@ impl ReplayState {
     }
 
     /// Play or pause at the last speed.
-    pub fn toggle_play(&mut self, now: Instant) -> Vec<usize> {
+    pub(crate) fn toggle_play(&mut self, now: Instant) -> Vec<usize> {
         if self.playing.is_some() {
             self.stop();
             Vec::new()
@@ -127,7 +127,7 @@ impl ReplayState {
 
     /// The clock moved: the calls now due while playing (`None` when nothing is due), and
     /// whether play just reached the end.
-    pub fn advance(&mut self, now: Instant) -> (Option<Vec<usize>>, bool) {
+    pub(crate) fn advance(&mut self, now: Instant) -> (Option<Vec<usize>>, bool) {
         let (Some(speed), Some((wall, store))) = (self.playing, self.anchor) else {
             return (None, false);
         };

@@ -52,7 +52,7 @@ impl TokenView {
     }
 
     /// Tokens per row.
-    pub fn per_row(&self) -> usize {
+    pub(crate) fn per_row(&self) -> usize {
         self.per_row
     }
 
@@ -77,13 +77,13 @@ impl TokenView {
     }
 
     /// Put the cursor at `position` (clamped).
-    pub fn set_cursor(&mut self, position: usize) {
+    pub(crate) fn set_cursor(&mut self, position: usize) {
         self.cursor = position.min(self.len().saturating_sub(1));
         self.rows.select(self.cursor / self.per_row);
     }
 
     /// Move the cursor by `delta` tokens (clamped).
-    pub fn move_cursor(&mut self, delta: isize) {
+    pub(crate) fn move_cursor(&mut self, delta: isize) {
         let target = (self.cursor as isize).saturating_add(delta).max(0) as usize;
         self.set_cursor(target);
     }
@@ -207,14 +207,14 @@ impl RolloutView {
     }
 
     /// Move the tree selection; the token cursor and the graph follow it.
-    pub fn move_tree(&mut self, base: &Analysis, delta: isize) -> Option<Notice> {
+    pub(crate) fn move_tree(&mut self, base: &Analysis, delta: isize) -> Option<Notice> {
         self.tree.move_by(delta);
         self.divergence = None;
         self.follow_tree_selection(base)
     }
 
     /// Select tree row `row` (a click).
-    pub fn select_tree_row(&mut self, base: &Analysis, row: usize) -> Option<Notice> {
+    pub(crate) fn select_tree_row(&mut self, base: &Analysis, row: usize) -> Option<Notice> {
         self.tree.select(row);
         self.divergence = None;
         self.follow_tree_selection(base)
@@ -260,7 +260,7 @@ impl RolloutView {
     }
 
     /// Select a call by id in the tree (and so in the token pane and the graph).
-    pub fn select_call(&mut self, base: &Analysis, call: &str) -> Result<(), Notice> {
+    pub(crate) fn select_call(&mut self, base: &Analysis, call: &str) -> Result<(), Notice> {
         let analysis = shown(&self.what_if, base);
         let records = &analysis.capture.records;
         let build = analysis
@@ -285,7 +285,7 @@ impl RolloutView {
     }
 
     /// Collapse or expand the selected node's subtree.
-    pub fn toggle_collapse(&mut self, base: &Analysis) {
+    pub(crate) fn toggle_collapse(&mut self, base: &Analysis) {
         let Some(node) = self.selected_node() else {
             return;
         };
@@ -306,7 +306,7 @@ impl RolloutView {
     }
 
     /// Move the token cursor to the next (or previous) call boundary.
-    pub fn jump_boundary(&mut self, forward: bool) {
+    pub(crate) fn jump_boundary(&mut self, forward: bool) {
         let Some(provenance) = &self.tokens.provenance else {
             return;
         };
@@ -324,7 +324,7 @@ impl RolloutView {
 
     /// Move the token cursor to the next (or previous) generated token whose log probability
     /// is below `threshold`.
-    pub fn jump_low_prob(
+    pub(crate) fn jump_low_prob(
         &mut self,
         base: &Analysis,
         forward: bool,
@@ -366,7 +366,7 @@ impl RolloutView {
     }
 
     /// Show the next chain in the token pane.
-    pub fn cycle_chain(&mut self, base: &Analysis) {
+    pub(crate) fn cycle_chain(&mut self, base: &Analysis) {
         let Some(build) = &shown(&self.what_if, base).build else {
             return;
         };
@@ -381,7 +381,7 @@ impl RolloutView {
     }
 
     /// Where the selected call's prompt leaves its recorded parent's tokens.
-    pub fn show_divergence(&mut self, base: &Analysis) -> Option<Notice> {
+    pub(crate) fn show_divergence(&mut self, base: &Analysis) -> Option<Notice> {
         let Some(node) = self.selected_node() else {
             return Some(Notice::SelectACall);
         };
@@ -392,12 +392,12 @@ impl RolloutView {
     }
 
     /// The options the shown analysis was built with.
-    pub fn current_options(&self, base: &Analysis) -> VerdictOptions {
+    pub(crate) fn current_options(&self, base: &Analysis) -> VerdictOptions {
         self.shown(base).options.clone()
     }
 
     /// Rebuild the rollout with `options` and show that instead.
-    pub fn set_what_if(&mut self, base: &Analysis, options: VerdictOptions) {
+    pub(crate) fn set_what_if(&mut self, base: &Analysis, options: VerdictOptions) {
         let analysis = analyze(base.capture.clone(), &options);
         let changes = what_if_changes(base, &analysis);
         self.what_if = Some(WhatIf {
@@ -409,7 +409,7 @@ impl RolloutView {
     }
 
     /// Drop the what-if; whether there was one.
-    pub fn clear_what_if(&mut self, base: &Analysis) -> bool {
+    pub(crate) fn clear_what_if(&mut self, base: &Analysis) -> bool {
         let had = self.what_if.take().is_some();
         if had {
             self.rebuild(base);
@@ -418,7 +418,7 @@ impl RolloutView {
     }
 
     /// What to keep across a change of the rollout: read before the analysis is replaced.
-    pub fn keep(&self, before: &Analysis) -> Kept {
+    pub(crate) fn keep(&self, before: &Analysis) -> Kept {
         Kept {
             call: self
                 .selected_record(before)
@@ -435,7 +435,7 @@ impl RolloutView {
 
     /// The rollout changed (live or replay): rebuild, keeping the selected call, the chain
     /// shown, the token cursor and the other selections where they were.
-    pub fn refresh(&mut self, kept: Kept, base: &Analysis, now: Instant) {
+    pub(crate) fn refresh(&mut self, kept: Kept, base: &Analysis, now: Instant) {
         let cursor = self.tokens.cursor;
         let tree_row = self.tree.selected();
         self.what_if = None;

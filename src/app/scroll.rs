@@ -59,14 +59,14 @@ impl ScrollList {
     }
 
     /// The items changed in number: keep the selection (clamped) and the window valid.
-    pub fn set_len(&mut self, len: usize) {
+    pub(crate) fn set_len(&mut self, len: usize) {
         self.len = len;
         self.selected = self.selected.min(len.saturating_sub(1));
         self.follow();
     }
 
     /// The pane changed size.
-    pub fn set_height(&mut self, height: usize) {
+    pub(crate) fn set_height(&mut self, height: usize) {
         self.height = height;
         self.follow();
     }
@@ -80,7 +80,7 @@ impl ScrollList {
     }
 
     /// Move the selection by `delta` items (clamped); whether it changed.
-    pub fn move_by(&mut self, delta: isize) -> bool {
+    pub(crate) fn move_by(&mut self, delta: isize) -> bool {
         let target = (self.selected as isize).saturating_add(delta).max(0) as usize;
         self.select(target)
     }
@@ -99,7 +99,7 @@ impl ScrollList {
 
     /// Scroll the window by `delta` rows without moving past either end; the selection
     /// stays on screen (mouse wheel).
-    pub fn scroll_by(&mut self, delta: isize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize) {
         let max_top = self.len.saturating_sub(self.height);
         self.top = ((self.top as isize).saturating_add(delta).max(0) as usize).min(max_top);
         if self.height > 0 {
@@ -135,20 +135,20 @@ impl Scroll {
     }
 
     /// The text or the pane changed size: keep the window valid.
-    pub fn set_size(&mut self, len: usize, height: usize) {
+    pub(crate) fn set_size(&mut self, len: usize, height: usize) {
         self.len = len;
         self.height = height;
         self.top = self.top.min(self.max_top());
     }
 
     /// Scroll by `delta` lines, clamped.
-    pub fn move_by(&mut self, delta: isize) {
+    pub(crate) fn move_by(&mut self, delta: isize) {
         let target = (self.top as isize).saturating_add(delta).max(0) as usize;
         self.top = target.min(self.max_top());
     }
 
     /// To the first line.
-    pub fn home(&mut self) {
+    pub(crate) fn home(&mut self) {
         self.top = 0;
     }
 

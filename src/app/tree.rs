@@ -26,7 +26,7 @@ pub enum TreeRow {
 }
 
 /// Flatten the forest into rows (iteratively: chains can be 10,000 calls deep).
-pub fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<TreeRow> {
+pub(crate) fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<TreeRow> {
     let mut rows = Vec::with_capacity(build.nodes.len());
     let roots: Vec<usize> = (0..build.nodes.len())
         .filter(|&i| build.nodes[i].parent.is_none())

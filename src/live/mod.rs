@@ -47,7 +47,7 @@ impl LiveRollout {
     }
 
     /// Read what changed; `Some(analysis)` when anything did.
-    pub fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
+    pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
         let mut changed = false;
         // State first: the records file then holds at least what the state's index covers,
         // so a writer caught between its two writes never looks like a bad index.
@@ -142,7 +142,7 @@ impl LiveStore {
     }
 
     /// Follow `dirs`, with rollout rows from `row_paths` and the rows files in `dirs`.
-    pub fn with_rows(
+    pub(crate) fn with_rows(
         dirs: Vec<PathBuf>,
         options: VerdictOptions,
         row_paths: Vec<PathBuf>,
@@ -161,14 +161,14 @@ impl LiveStore {
 
     /// Read the rollout rows again. Their stamp is taken first, so that a change made while
     /// (or right after) they are read is seen by the next [`LiveStore::rows_moved`].
-    pub fn reload_rows(&mut self) {
+    pub(crate) fn reload_rows(&mut self) {
         self.rows_stamp = self.rows_stamp();
         self.rows = Rows::read(&self.row_paths);
         self.rows.discover(&self.dirs);
     }
 
     /// Whether a rows file changed on disk since the rows were last read (polling).
-    pub fn rows_moved(&self) -> bool {
+    pub(crate) fn rows_moved(&self) -> bool {
         self.rows_stamp() != self.rows_stamp
     }
 
@@ -178,7 +178,7 @@ impl LiveStore {
     }
 
     /// Rows changed: read them again and judge every rollout anew.
-    pub fn rows_changed(&mut self) -> Vec<Analysis> {
+    pub(crate) fn rows_changed(&mut self) -> Vec<Analysis> {
         self.reload_rows();
         let mut changes = Vec::new();
         for (location, rollout) in &mut self.rollouts {
@@ -196,7 +196,7 @@ impl LiveStore {
     }
 
     /// Size and modification time of every rows file (to notice changes when polling).
-    pub fn rows_stamp(&self) -> Vec<RowsFileStamp> {
+    pub(crate) fn rows_stamp(&self) -> Vec<RowsFileStamp> {
         let mut files: Vec<PathBuf> = self.rows.files.clone();
         for dir in &self.dirs {
             if let Ok(entries) = std::fs::read_dir(dir) {
@@ -224,18 +224,13 @@ impl LiveStore {
     }
 
     /// Whether `path` is a rows file of a followed directory.
-    pub fn is_rows_file(&self, path: &Path) -> bool {
+    pub(crate) fn is_rows_file(&self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         name.ends_with(".jsonl")
             && !name.ends_with(".tokens.jsonl")
             && path
                 .parent()
                 .is_some_and(|dir| self.dirs.iter().any(|d| same_dir(d, dir)))
-    }
-
-    /// The directories followed.
-    pub fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
     }
 
     /// List the directories and refresh every rollout; returns the changes.
@@ -269,7 +264,7 @@ impl LiveStore {
     }
 
     /// Refresh one rollout (following it from now on); `Some` when it changed.
-    pub fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
+    pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
         let options = crate::load::options_for(&self.options, &self.rows, location);
         match self.rollouts.entry(location.clone()) {
             std::collections::hash_map::Entry::Occupied(mut known) => {
@@ -287,7 +282,7 @@ impl LiveStore {
     }
 
     /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.
-    pub fn location_of(&self, path: &Path) -> Option<RolloutLocation> {
+    pub(crate) fn location_of(&self, path: &Path) -> Option<RolloutLocation> {
         let dir = path.parent()?;
         let name = path.file_name()?.to_str()?;
         let (id, _) = classify(name)?;

@@ -80,7 +80,7 @@ impl Replay {
     }
 
     /// The moments of the timeline.
-    pub fn moments(&self) -> &[Moment] {
+    pub(crate) fn moments(&self) -> &[Moment] {
         &self.moments
     }
 
@@ -100,7 +100,7 @@ impl Replay {
     }
 
     /// Move to `position` (clamped); returns the rollouts whose state changed.
-    pub fn seek(&mut self, position: usize) -> Vec<usize> {
+    pub(crate) fn seek(&mut self, position: usize) -> Vec<usize> {
         let position = position.min(self.moments.len());
         let (low, high) = (self.position.min(position), self.position.max(position));
         self.position = position;
@@ -111,13 +111,13 @@ impl Replay {
     }
 
     /// Move to the last call at or before `time`.
-    pub fn seek_time(&mut self, time: f64) -> Vec<usize> {
+    pub(crate) fn seek_time(&mut self, time: f64) -> Vec<usize> {
         let position = self.moments.partition_point(|m| m.time <= time);
         self.seek(position)
     }
 
     /// Position just after the call `call_id`, if it is on the timeline.
-    pub fn position_of_call(&self, call_id: &str) -> Option<usize> {
+    pub(crate) fn position_of_call(&self, call_id: &str) -> Option<usize> {
         self.moments
             .iter()
             .position(|m| self.captures[m.rollout].records[m.record].model_call_id == call_id)
@@ -125,7 +125,7 @@ impl Replay {
     }
 
     /// The capture of `rollout` as it stood at the current position.
-    pub fn capture_at(&self, rollout: usize) -> Capture {
+    pub(crate) fn capture_at(&self, rollout: usize) -> Capture {
         let full = &self.captures[rollout];
         let positions = &self.position_of[rollout];
         let applied: Vec<usize> = (0..full.records.len())
@@ -165,7 +165,7 @@ impl Replay {
     }
 
     /// The analysis of `rollout` at the current position.
-    pub fn analysis_at(&self, rollout: usize) -> Analysis {
+    pub(crate) fn analysis_at(&self, rollout: usize) -> Analysis {
         analyze(self.capture_at(rollout), &self.options)
     }
 }

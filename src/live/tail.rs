@@ -84,7 +84,7 @@ impl FileTail {
     /// Bring the bytes up to date with the file. An unchanged file (same inode, size and
     /// modification time) is not opened at all; a changed one is opened without blocking
     /// and read only if it is a regular file, up to its size at open.
-    pub fn refresh(&mut self) -> Change {
+    pub(crate) fn refresh(&mut self) -> Change {
         let stamp = match std::fs::metadata(&self.path) {
             Ok(meta) => Stamp::of(&meta),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.gone(),

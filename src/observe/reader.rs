@@ -289,7 +289,7 @@ impl RowReader {
 
 impl Observations {
     /// Read the observation parts of one row.
-    pub fn from_row(row: &Value, source: Option<RowSource>) -> Observations {
+    pub(crate) fn from_row(row: &Value, source: Option<RowSource>) -> Observations {
         let mut reader = RowReader::default();
         reader.obs.source = source;
         reader.obs.failure_class = text(row, "_ng_failure_class");

@@ -310,7 +310,7 @@ impl Observations {
 
     /// How a reference joins the row's model calls: by its id, else by the producer's key
     /// (model ref + response id) when exactly one call has it.
-    pub fn lookup(&self, reference: &CallRef) -> Lookup {
+    pub(crate) fn lookup(&self, reference: &CallRef) -> Lookup {
         if let Some(id) = &reference.model_call_id {
             return Lookup::Id(id.clone());
         }

@@ -47,7 +47,7 @@ pub struct Divergence {
 impl Divergence {
     /// The prompt fully contains the reference: the tokens agree and the failure lies in the
     /// recorded lineage (`cum_len` / `digest`) instead.
-    pub fn tokens_agree(&self) -> bool {
+    pub(crate) fn tokens_agree(&self) -> bool {
         self.position == self.reference_len && self.reference_len <= self.prompt_len
     }
 }

@@ -12,5 +12,6 @@ pub use output::{
     BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainId, ChainLink, LinkNote,
     RecordFate,
 };
-pub use project::{Origin, Provenance, RebuiltResponse, Segment, project_main_chain, provenance};
+pub(crate) use project::project_main_chain;
+pub use project::{Origin, Provenance, RebuiltResponse, Segment, provenance};
 pub use seq::{TokenSeq, TokenValue};

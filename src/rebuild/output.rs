@@ -46,7 +46,7 @@ impl LinkNote {
     }
 
     /// Whether the note leaves an unresolved boundary (everything but a recovery).
-    pub fn is_boundary(self) -> bool {
+    pub(crate) fn is_boundary(self) -> bool {
         self != LinkNote::ParentCallIdMissingRecovered
     }
 }
@@ -93,7 +93,7 @@ pub struct CallNode {
 
 impl CallNode {
     /// Whether this call starts a fragment after an unproven boundary.
-    pub fn unresolved_boundary(&self) -> bool {
+    pub(crate) fn unresolved_boundary(&self) -> bool {
         self.note.is_some_and(LinkNote::is_boundary)
     }
 }
@@ -213,34 +213,34 @@ impl BuildOutput {
     }
 
     /// The input record a node was placed from.
-    pub fn record_of(&self, node: usize) -> usize {
+    pub(crate) fn record_of(&self, node: usize) -> usize {
         self.nodes[node].record
     }
 
     /// Whether a node is on the delivered chain.
-    pub fn on_main(&self, node: usize) -> bool {
+    pub(crate) fn on_main(&self, node: usize) -> bool {
         self.main.is_some() && self.node_chain.get(node).copied().flatten() == self.main
     }
 
     /// The chain a node is shown on (see [`BuildOutput::node_chain`]).
-    pub fn chain_of(&self, node: usize) -> Option<usize> {
+    pub(crate) fn chain_of(&self, node: usize) -> Option<usize> {
         self.node_chain.get(node).copied().flatten()
     }
 
     /// Whether chain `chain` passes through `node`.
-    pub fn chain_contains(&self, chain: usize, node: usize) -> bool {
+    pub(crate) fn chain_contains(&self, chain: usize, node: usize) -> bool {
         self.chains[chain].links.iter().any(|l| l.node == node)
     }
 
     /// The retry group of a node: its members (the node included), when it has siblings
     /// with the identical prompt.
-    pub fn retry_group(&self, node: usize) -> Option<&[usize]> {
+    pub(crate) fn retry_group(&self, node: usize) -> Option<&[usize]> {
         let group = self.retry_group_of.get(node).copied().flatten()?;
         Some(&self.retry_groups[group])
     }
 
     /// Node of a call id, if placed.
-    pub fn node_of(&self, records: &[Arc<TokenRecord>], call_id: &str) -> Option<usize> {
+    pub(crate) fn node_of(&self, records: &[Arc<TokenRecord>], call_id: &str) -> Option<usize> {
         self.nodes
             .iter()
             .position(|n| records[n.record].model_call_id == call_id)

@@ -174,7 +174,7 @@ pub struct Usage {
 pub struct ProjectionError(pub String);
 
 /// Project a chain into output items with contiguous prompts.
-pub fn project_chain(
+pub(crate) fn project_chain(
     records: &[Arc<TokenRecord>],
     build: &BuildOutput,
     chain: &Chain,
@@ -318,7 +318,7 @@ fn json_tokens(value: Option<&Value>) -> Result<Vec<u64>, ProjectionError> {
 }
 
 /// Build the response for the main chain, with the reference's checks.
-pub fn project_main_chain(
+pub(crate) fn project_main_chain(
     rollout_id: &str,
     model: &str,
     records: &[Arc<TokenRecord>],
@@ -401,7 +401,7 @@ pub fn project_main_chain(
 }
 
 /// Require every token-bearing item's prompt to extend everything before it.
-pub fn check_contiguity(response: &RebuiltResponse) -> Result<(), ProjectionError> {
+pub(crate) fn check_contiguity(response: &RebuiltResponse) -> Result<(), ProjectionError> {
     let broken = || {
         ProjectionError(
             "AssertionError: projection is not prefix-contiguous: an output item's \

@@ -41,12 +41,12 @@ impl TokenSeq {
     }
 
     /// A sequence holding exactly `chunk` (non-negative ids).
-    pub fn from_chunk(chunk: Arc<[u64]>) -> Self {
+    pub(crate) fn from_chunk(chunk: Arc<[u64]>) -> Self {
         TokenSeq::new().append(chunk)
     }
 
     /// A sequence holding a record's ids (`signed`: the record holds a negative id).
-    pub fn from_ids(chunk: Arc<[u64]>, signed: bool) -> Self {
+    pub(crate) fn from_ids(chunk: Arc<[u64]>, signed: bool) -> Self {
         TokenSeq::new().append_ids(chunk, signed)
     }
 
@@ -56,7 +56,7 @@ impl TokenSeq {
     }
 
     /// This sequence followed by a record's ids (`signed`: the record holds a negative id).
-    pub fn append_ids(&self, chunk: Arc<[u64]>, signed: bool) -> Self {
+    pub(crate) fn append_ids(&self, chunk: Arc<[u64]>, signed: bool) -> Self {
         if chunk.is_empty() {
             return self.clone();
         }
@@ -71,7 +71,7 @@ impl TokenSeq {
 
     /// This sequence followed by `source[start..end]`, copied chunk by chunk (each part keeps
     /// its chunk's signedness).
-    pub fn append_range(&self, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
+    pub(crate) fn append_range(&self, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
         let mut out = self.clone();
         let mut offset = 0;
         for node in source.nodes() {
@@ -109,7 +109,7 @@ impl TokenSeq {
 
     /// The exact values of tokens `start..end` (whole chunks before `start` are skipped, not
     /// walked: a frame of a million-token chain costs the tokens it shows).
-    pub fn values_range(&self, start: usize, end: usize) -> Vec<TokenValue> {
+    pub(crate) fn values_range(&self, start: usize, end: usize) -> Vec<TokenValue> {
         let end = end.min(self.len());
         let mut out = Vec::with_capacity(end.saturating_sub(start));
         let mut offset = 0;
@@ -149,7 +149,7 @@ impl TokenSeq {
 
     /// The first negative id among the first `n` tokens, if any (what makes the reference's
     /// digest of them fail).
-    pub fn first_negative(&self, n: usize) -> Option<i64> {
+    pub(crate) fn first_negative(&self, n: usize) -> Option<i64> {
         let mut left = n.min(self.len());
         for node in self.nodes() {
             if left == 0 {
@@ -177,7 +177,7 @@ impl TokenSeq {
     }
 
     /// The chunks in order; concatenated they are the sequence.
-    pub fn chunks(&self) -> Vec<&[u64]> {
+    pub(crate) fn chunks(&self) -> Vec<&[u64]> {
         let mut out = Vec::new();
         let mut current = self.0.as_deref();
         while let Some(node) = current {
@@ -189,7 +189,7 @@ impl TokenSeq {
     }
 
     /// Iterate over the first `n` tokens (all of them when `n >= len`) chunk by chunk.
-    pub fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u64]> {
+    pub(crate) fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u64]> {
         let mut remaining = n.min(self.len());
         self.chunks().into_iter().map_while(move |chunk| {
             if remaining == 0 {
@@ -241,7 +241,7 @@ impl TokenSeq {
     }
 
     /// Length of the common prefix of `self` and `other`, looking at most `limit` tokens.
-    pub fn common_prefix_len(&self, other: &TokenSeq, limit: usize) -> usize {
+    pub(crate) fn common_prefix_len(&self, other: &TokenSeq, limit: usize) -> usize {
         let limit = limit.min(self.len()).min(other.len());
         if limit == 0 {
             return 0;
@@ -296,7 +296,7 @@ impl TokenSeq {
 
 impl TokenSeq {
     /// Whether both are the very same shared sequence (O(1), no token compared).
-    pub fn ptr_eq(&self, other: &TokenSeq) -> bool {
+    pub(crate) fn ptr_eq(&self, other: &TokenSeq) -> bool {
         match (&self.0, &other.0) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,

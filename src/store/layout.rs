@@ -49,7 +49,7 @@ impl FileKind {
 }
 
 /// Whether `id` is a valid rollout id: non-empty ASCII letters, digits, `.`, `_`, `-`.
-pub fn is_valid_rollout_id(id: &str) -> bool {
+pub(crate) fn is_valid_rollout_id(id: &str) -> bool {
     !id.is_empty()
         && id
             .bytes()

@@ -8,10 +8,10 @@ pub mod read;
 pub mod record;
 pub mod state;
 
-pub use layout::{FileKind, RolloutLocation, StoreDirError, discover, is_valid_rollout_id};
+pub use layout::{FileKind, RolloutLocation, StoreDirError, discover};
 pub use read::{
     Capture, DEFAULT_LINE_LIMIT, IssueKind, LinePos, ReadIssue, RolloutFiles, capture_of_bytes,
-    line_limit, read_capture, set_line_limit,
+    read_capture, set_line_limit,
 };
 pub use record::{ParentResolution, RecordError, TokenRecord};
 pub use state::RolloutState;

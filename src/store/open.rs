@@ -31,7 +31,7 @@ fn kind_of(meta: &Metadata) -> Option<&'static str> {
 }
 
 /// The error for a path that is not a regular file.
-pub fn not_regular(what: &str) -> io::Error {
+pub(crate) fn not_regular(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!("not a regular file ({what}); refusing to read it"),
@@ -41,7 +41,7 @@ pub fn not_regular(what: &str) -> io::Error {
 /// Open `path` read-only without blocking (a FIFO with no writer opens at once), without
 /// updating its access time where permitted, and only if it is a regular file. `Ok(None)`
 /// when it does not exist. Returns the file and its metadata at open.
-pub fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> {
     let open = |flags: i32| {
         std::fs::OpenOptions::new()
             .read(true)
@@ -71,14 +71,14 @@ pub fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> {
 
 /// Read at most `limit` bytes of an open file (the size it had at open: a file that grows
 /// meanwhile is read up to there, the rest on the next read).
-pub fn read_up_to(file: File, limit: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_up_to(file: File, limit: u64) -> io::Result<Vec<u8>> {
     let mut data = Vec::with_capacity(usize::try_from(limit).unwrap_or(0).min(1 << 30));
     file.take(limit).read_to_end(&mut data)?;
     Ok(data)
 }
 
 /// Read a whole regular file as it was at open; `Ok(None)` when it does not exist.
-pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match open_regular(path)? {
         Some((file, meta)) => read_up_to(file, meta.len()).map(Some),
         None => Ok(None),
@@ -87,7 +87,7 @@ pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
 
 /// Read a regular file given on the command line (a rows file, a tokenizer), refusing one
 /// larger than `max_bytes` before reading it.
-pub fn read_argument_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_argument_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
     let Some((file, meta)) = open_regular(path)? else {
         return Err(io::Error::new(io::ErrorKind::NotFound, "no such file"));
     };

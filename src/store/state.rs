@@ -43,7 +43,7 @@ pub fn truthy(value: &Value) -> bool {
 }
 
 /// Python `int(value)` for a JSON value, if it succeeds.
-pub fn py_int(value: &Value) -> Option<i64> {
+pub(crate) fn py_int(value: &Value) -> Option<i64> {
     match value {
         Value::Bool(b) => Some(i64::from(*b)),
         Value::Number(n) => n.as_i64().or_else(|| {
@@ -129,7 +129,7 @@ impl RolloutState {
     }
 
     /// The index is "legacy" (to be rebuilt from the whole file) when either part is unusable.
-    pub fn legacy_index(&self) -> bool {
+    pub(crate) fn legacy_index(&self) -> bool {
         self.entry_digests.is_none() || self.indexed_size.is_none()
     }
 }

@@ -63,7 +63,7 @@ pub const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
 pub const NO_GAPS: &str = "no gaps: everything was observed and joined";
 
 /// Export prompt.
-pub fn export_prompt(what: ExportKind) -> &'static str {
+pub(crate) fn export_prompt(what: ExportKind) -> &'static str {
     match what {
         ExportKind::Report => "export report to: ",
         ExportKind::Response => "export rebuilt response to: ",
@@ -71,7 +71,7 @@ pub fn export_prompt(what: ExportKind) -> &'static str {
 }
 
 /// A notice, worded for the status bar.
-pub fn notice(notice: &Notice) -> String {
+pub(crate) fn notice(notice: &Notice) -> String {
     match notice {
         Notice::NotOnAChain => NOT_ON_A_CHAIN.into(),
         Notice::NoLowProb => NO_LOW_PROB.into(),
@@ -98,7 +98,7 @@ pub fn notice(notice: &Notice) -> String {
 }
 
 /// One difference a what-if made, worded for the inspector.
-pub fn what_if_change(change: &WhatIfChange) -> String {
+pub(crate) fn what_if_change(change: &WhatIfChange) -> String {
     let verdict = |masked: bool| if masked { "masked" } else { "trainable" };
     match change {
         WhatIfChange::Verdict { before, after } if before != after => {

@@ -13,7 +13,7 @@ pub struct Theme {
 
 impl Theme {
     /// Colors unless `NO_COLOR` is set to a non-empty value.
-    pub fn from_env() -> Theme {
+    pub(crate) fn from_env() -> Theme {
         Theme {
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         }
@@ -28,7 +28,7 @@ impl Theme {
     }
 
     /// Border of a pane.
-    pub fn border(self, focused: bool) -> Style {
+    pub(crate) fn border(self, focused: bool) -> Style {
         if focused {
             self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
         } else {
@@ -42,12 +42,12 @@ impl Theme {
     }
 
     /// Secondary text.
-    pub fn dim(self) -> Style {
+    pub(crate) fn dim(self) -> Style {
         Style::new().add_modifier(Modifier::DIM)
     }
 
     /// Headings inside panes.
-    pub fn heading(self) -> Style {
+    pub(crate) fn heading(self) -> Style {
         self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
     }
 
@@ -77,7 +77,7 @@ impl Theme {
     }
 
     /// Root prompt tokens.
-    pub fn root_prompt(self) -> Style {
+    pub(crate) fn root_prompt(self) -> Style {
         self.fg(Color::Blue).add_modifier(Modifier::ITALIC)
     }
 

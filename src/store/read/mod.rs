@@ -67,7 +67,7 @@ pub fn set_line_limit(bytes: usize) {
 }
 
 /// The longest record line parsed (bytes).
-pub fn line_limit() -> usize {
+pub(crate) fn line_limit() -> usize {
     LINE_LIMIT.load(Ordering::Relaxed)
 }
 
@@ -123,12 +123,12 @@ pub struct Capture {
 
 impl Capture {
     /// The first issue that makes the reference consumer fail the read, if any.
-    pub fn fatal(&self) -> Option<&ReadIssue> {
+    pub(crate) fn fatal(&self) -> Option<&ReadIssue> {
         self.issues.iter().find(|issue| issue.fatal)
     }
 
     /// Intents with no record: in flight while live, dangling once frozen.
-    pub fn open_intents(&self) -> Vec<&str> {
+    pub(crate) fn open_intents(&self) -> Vec<&str> {
         let recorded: HashSet<&str> = self
             .records
             .iter()
