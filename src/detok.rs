@@ -17,7 +17,7 @@ impl std::fmt::Debug for Detokenizer {
 }
 
 /// The largest `tokenizer.json` read (the largest real ones are tens of MB).
-pub const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
 
 /// A tokenizer file that could not be loaded.
 #[derive(Debug, thiserror::Error)]

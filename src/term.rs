@@ -21,7 +21,7 @@ use crate::ui::layout::viewport;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
 
 /// The signals that end the explorer (with the terminal restored).
-pub const SIGNALS: [i32; 4] = [
+pub(crate) const SIGNALS: [i32; 4] = [
     signal_hook::consts::SIGINT,
     signal_hook::consts::SIGTERM,
     signal_hook::consts::SIGHUP,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::verdict::{Analysis, Lifecycle, Verdict};
 
 /// Seconds of history in the calls-per-second series.
-pub const RATE_WINDOW: usize = 60;
+pub(crate) const RATE_WINDOW: usize = 60;
 
 /// Store-wide counts.
 #[derive(Clone, Debug, Default, PartialEq)]

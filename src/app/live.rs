@@ -9,7 +9,7 @@ use crate::live::StoreEvent;
 use crate::verdict::{Analysis, Lifecycle};
 
 /// How long a changed rollout stays highlighted.
-pub const HIGHLIGHT: Duration = Duration::from_secs(2);
+pub(crate) const HIGHLIGHT: Duration = Duration::from_secs(2);
 
 /// Live monitoring state (also the highlights of replay steps).
 #[derive(Debug, Default)]

@@ -8,7 +8,7 @@ use super::seq::{TokenSeq, TokenValue};
 use crate::store::TokenRecord;
 
 /// Tokens shown on each side of the first difference.
-pub const CONTEXT: usize = 8;
+pub(crate) const CONTEXT: usize = 8;
 
 /// What a prompt was compared with.
 #[derive(Clone, Debug, PartialEq, Eq)]

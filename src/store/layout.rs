@@ -5,15 +5,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Suffix of the token records file.
-pub const RECORDS_SUFFIX: &str = ".tokens.jsonl";
+pub(crate) const RECORDS_SUFFIX: &str = ".tokens.jsonl";
 /// Suffix of the dispatch intents file.
-pub const INTENTS_SUFFIX: &str = ".tokens.intents";
+pub(crate) const INTENTS_SUFFIX: &str = ".tokens.intents";
 /// Suffix of the incomplete sentinel.
-pub const INCOMPLETE_SUFFIX: &str = ".tokens.incomplete";
+pub(crate) const INCOMPLETE_SUFFIX: &str = ".tokens.incomplete";
 /// Suffix of the atomically replaced state file.
-pub const STATE_SUFFIX: &str = ".tokens.state.json";
+pub(crate) const STATE_SUFFIX: &str = ".tokens.state.json";
 /// Suffix of the writers' lock file (never opened by this program).
-pub const LOCK_SUFFIX: &str = ".tokens.lock";
+pub(crate) const LOCK_SUFFIX: &str = ".tokens.lock";
 
 /// The files a rollout may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,7 +30,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// Every kind, in display order.
-    pub const ALL: [FileKind; 4] = [
+    pub(crate) const ALL: [FileKind; 4] = [
         FileKind::Records,
         FileKind::Intents,
         FileKind::Incomplete,

@@ -3,64 +3,66 @@
 use crate::app::{ExportKind, Notice, WhatIfChange};
 
 /// Program name in the header.
-pub const APP: &str = "tokscope";
+pub(crate) const APP: &str = "tokscope";
 /// Pane titles.
-pub const TITLE_LIST: &str = "rollouts";
+pub(crate) const TITLE_LIST: &str = "rollouts";
 /// Pane title.
-pub const TITLE_TREE: &str = "chain tree";
+pub(crate) const TITLE_TREE: &str = "chain tree";
 /// Pane title.
-pub const TITLE_TOKENS: &str = "tokens";
+pub(crate) const TITLE_TOKENS: &str = "tokens";
 /// Pane title.
-pub const TITLE_INSPECTOR: &str = "inspector";
+pub(crate) const TITLE_INSPECTOR: &str = "inspector";
 /// Pane title.
-pub const TITLE_GAPS: &str = "gaps";
+pub(crate) const TITLE_GAPS: &str = "gaps";
 /// Help title.
-pub const TITLE_HELP: &str = "keys — any key closes";
+pub(crate) const TITLE_HELP: &str = "keys — any key closes";
 
 /// Shown when a selected call is on no chain.
-pub const NOT_ON_A_CHAIN: &str =
+pub(crate) const NOT_ON_A_CHAIN: &str =
     "this call is on no chain (quarantined or under a quarantined call)";
 /// Shown when no low-probability token remains.
-pub const NO_LOW_PROB: &str = "no further generated token below the probability threshold";
+pub(crate) const NO_LOW_PROB: &str = "no further generated token below the probability threshold";
 /// Shown when an action needs a call selected in the tree.
-pub const SELECT_A_CALL: &str = "select a call in the chain tree first";
+pub(crate) const SELECT_A_CALL: &str = "select a call in the chain tree first";
 /// Shown when a divergence cannot be computed.
-pub const NO_DIVERGENCE: &str =
+pub(crate) const NO_DIVERGENCE: &str =
     "no divergence to show: this call's parent link holds, or it is a root by decision";
 /// Shown when the what-if is dropped.
-pub const WHAT_IF_CLEARED: &str = "what-if cleared: showing the rollout as built";
+pub(crate) const WHAT_IF_CLEARED: &str = "what-if cleared: showing the rollout as built";
 /// A write in progress (torn tail) on a live rollout.
-pub const WRITING: &str = "✎ writing…";
+pub(crate) const WRITING: &str = "✎ writing…";
 /// Replay keys outside replay.
-pub const REPLAY_ONLY: &str = "replay is off: press R to replay the store call by call";
+pub(crate) const REPLAY_ONLY: &str = "replay is off: press R to replay the store call by call";
 /// Live keys outside live monitoring.
-pub const LIVE_ONLY: &str = "not watching a store (open one to monitor it live)";
+pub(crate) const LIVE_ONLY: &str = "not watching a store (open one to monitor it live)";
 /// Replay started.
-pub const REPLAY_ON: &str =
+pub(crate) const REPLAY_ON: &str =
     "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
 /// Replay ended.
-pub const REPLAY_OFF: &str = "replay off: showing the store as it is now";
+pub(crate) const REPLAY_OFF: &str = "replay off: showing the store as it is now";
 /// Jump prompt.
-pub const JUMP_PROMPT: &str = "jump to (call number, +seconds, or call id): ";
+pub(crate) const JUMP_PROMPT: &str = "jump to (call number, +seconds, or call id): ";
 /// No tokenizer loaded.
-pub const NO_TOKENIZER: &str = "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";
+pub(crate) const NO_TOKENIZER: &str =
+    "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";
 /// Empty store.
-pub const NO_ROLLOUTS: &str = "no rollouts match (check the filters, or the store is empty)";
+pub(crate) const NO_ROLLOUTS: &str = "no rollouts match (check the filters, or the store is empty)";
 /// Nothing selected.
-pub const NO_SELECTION: &str = "no rollout selected";
+pub(crate) const NO_SELECTION: &str = "no rollout selected";
 /// No build to show.
-pub const NO_BUILD: &str = "no build: the records could not be read (see the inspector and gaps)";
+pub(crate) const NO_BUILD: &str =
+    "no build: the records could not be read (see the inspector and gaps)";
 /// No chain to show.
-pub const NO_CHAIN: &str = "no chain to show";
+pub(crate) const NO_CHAIN: &str = "no chain to show";
 /// Graph pane title.
-pub const TITLE_GRAPH: &str = "observation graph";
+pub(crate) const TITLE_GRAPH: &str = "observation graph";
 /// No rollout row.
-pub const NO_OBSERVATIONS: &str =
+pub(crate) const NO_OBSERVATIONS: &str =
     "no rollout row for this rollout: pass --rollouts PATH (rows files in the store are found)";
 /// Enter on a graph line that is no model call.
-pub const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
+pub(crate) const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
 /// No gaps.
-pub const NO_GAPS: &str = "no gaps: everything was observed and joined";
+pub(crate) const NO_GAPS: &str = "no gaps: everything was observed and joined";
 
 /// Export prompt.
 pub(crate) fn export_prompt(what: ExportKind) -> &'static str {

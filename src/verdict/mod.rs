@@ -18,7 +18,7 @@ use crate::rebuild::{
 use crate::store::Capture;
 
 /// The builder name reported.
-pub const BUILDER: &str = "prefix_merging";
+pub(crate) const BUILDER: &str = "prefix_merging";
 
 /// How to judge a rollout.
 #[derive(Clone, Debug)]

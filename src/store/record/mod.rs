@@ -16,9 +16,9 @@ mod deserialize;
 mod fast;
 
 /// Newest record schema this reader understands.
-pub const MAX_SCHEMA_VERSION: i64 = 5;
+pub(crate) const MAX_SCHEMA_VERSION: i64 = 5;
 /// Oldest record schema this reader accepts (records below it never left development).
-pub const MIN_SCHEMA_VERSION: i64 = 3;
+pub(crate) const MIN_SCHEMA_VERSION: i64 = 3;
 
 /// The request-time parent decision recorded with a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
