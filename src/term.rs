@@ -37,6 +37,9 @@ pub enum Ended {
     Signal(i32),
     /// The terminal went away (input closed or failing).
     TerminalLost,
+    /// A background thread (watcher, loader) panicked: the view would silently stop
+    /// following the stores, so the explorer ends and says why.
+    WorkerFailed,
 }
 
 impl Ended {
@@ -47,9 +50,14 @@ impl Ended {
             Ended::Quit => 0,
             Ended::Signal(signal) => u8::try_from(128 + signal).unwrap_or(128),
             Ended::TerminalLost => 128 + 1,
+            Ended::WorkerFailed => 101,
         }
     }
 }
+
+/// The first background thread's panic message, kept until the screen is restored (printing
+/// it into the alternate screen would garble the display and be drawn over).
+static WORKER_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// Put the terminal back as it was (idempotent; errors ignored: nothing else can be done).
 fn restore() {
@@ -115,11 +123,13 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
     let previous_hook = std::panic::take_hook();
     let ui_thread = std::thread::current().id();
     std::panic::set_hook(Box::new(move |info| {
-        // Only a panic of the UI thread ends the screen; another thread's is reported below.
         if std::thread::current().id() == ui_thread {
             restore();
+            previous_hook(info);
+        } else if let Ok(mut slot) = WORKER_PANIC.lock() {
+            // Kept for after the restore; the event loop ends on it.
+            slot.get_or_insert_with(|| info.to_string());
         }
-        previous_hook(info);
     }));
     let lost = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
@@ -128,7 +138,18 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
     done.store(true, Ordering::Relaxed);
     restore();
     let _ = std::panic::take_hook();
+    if let Some(message) = WORKER_PANIC.lock().ok().and_then(|mut slot| slot.take()) {
+        eprintln!(
+            "tokscope: a background thread failed, so the explorer stopped: {}",
+            crate::text::sanitize(&message)
+        );
+    }
     result
+}
+
+/// Whether a background thread has panicked.
+fn worker_failed() -> bool {
+    WORKER_PANIC.lock().map_or(true, |slot| slot.is_some())
 }
 
 fn event_loop(
@@ -159,6 +180,9 @@ fn event_loop(
         let received = signal.load(Ordering::Relaxed);
         if received != 0 {
             return Ok(Ended::Signal(i32::try_from(received).unwrap_or(0)));
+        }
+        if worker_failed() {
+            return Ok(Ended::WorkerFailed);
         }
         if last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();

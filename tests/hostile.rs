@@ -252,6 +252,7 @@ fn the_explorer_ends_with_the_conventional_status() {
     assert_eq!(Ended::Signal(15).status(), 143);
     assert_eq!(Ended::Signal(1).status(), 129);
     assert_eq!(Ended::TerminalLost.status(), 129);
+    assert_eq!(Ended::WorkerFailed.status(), 101);
 }
 
 #[test]

@@ -119,7 +119,7 @@ pub fn export(
             return Err(ExportError::NotRegular(final_path));
         }
         Ok(_) if !overwrite => return Err(ExportError::Exists(final_path)),
-        Ok(_) => {
+        Ok(meta) => {
             // Replace by rename: the old name's inode (perhaps hard-linked elsewhere) is
             // never truncated or written, and readers see the old or the new file whole.
             let temporary = parent.join(format!(
@@ -128,7 +128,10 @@ pub fn export(
                 std::process::id()
             ));
             let _ = std::fs::remove_file(&temporary);
-            if let Err(error) = write_new(&temporary, &json) {
+            // The replacement keeps the replaced file's permissions.
+            let written = write_new(&temporary, &json)
+                .and_then(|()| std::fs::set_permissions(&temporary, meta.permissions()));
+            if let Err(error) = written {
                 let _ = std::fs::remove_file(&temporary);
                 return Err(write_error(error.to_string()));
             }
@@ -242,7 +245,18 @@ mod tests {
         std::fs::write(&kept, b"kept\n").expect("store file");
         let linked = out.path().join("linked.json");
         std::fs::hard_link(&kept, &linked).expect("hard link");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&linked, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         export(&analysis, &[], ExportKind::Report, &linked, true).expect("replaced");
+        let mode = std::fs::metadata(&linked)
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "the replaced file's permissions are kept"
+        );
         assert_eq!(std::fs::read(&kept).expect("store file"), b"kept\n");
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&linked).expect("read back")).expect("json");

@@ -54,8 +54,8 @@ pub enum IssueKind {
     TooLong,
 }
 
-/// The default longest record line parsed: far beyond any real record, small enough that
-/// one runaway line cannot take the machine's memory.
+/// The default longest record line parsed: far beyond any real record. The file's bytes are
+/// held either way; the cap bounds what parsing one runaway line would allocate on top.
 pub const DEFAULT_LINE_LIMIT: usize = 256 << 20;
 
 static LINE_LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LINE_LIMIT);
@@ -539,7 +539,14 @@ fn parse_records(
                 }
                 Some(Err(error @ RecordError::TooLong { .. })) => {
                     reported.insert(start);
-                    issue(IssueKind::TooLong, at, error.to_string(), true);
+                    let rest = strip(&data[(end + 1).min(data.len())..]);
+                    let message = if rest.is_empty() {
+                        // Not parsed, so a write still in progress cannot be told apart.
+                        format!("{error} (or a write still in progress)")
+                    } else {
+                        error.to_string()
+                    };
+                    issue(IssueKind::TooLong, at, message, true);
                 }
                 Some(Ok(record)) => {
                     let id = &record.model_call_id;

@@ -106,6 +106,21 @@ fn a_line_over_the_limit_is_a_located_fatal_gap_and_not_parsed() {
         assert_eq!(issues[0].at.map(|at| at.line), Some(2));
         assert!(issues[0].message.contains("--max-line-mib"));
     }
+    // Over the limit and last: it may be a write in progress, and the message says so.
+    let torn = format!("{}\n{long}", rec("a", 1.0));
+    let mut issues = Vec::new();
+    parse_records(
+        torn.as_bytes(),
+        &RolloutState::absent(),
+        &mut issues,
+        &mut LineCache::default(),
+        long.len() - 1,
+    );
+    assert_eq!(issues[0].kind, IssueKind::TooLong);
+    assert!(
+        issues[0].message.contains("write still in progress"),
+        "{issues:?}"
+    );
     // At the limit, the line is read.
     let mut issues = Vec::new();
     let parsed = parse_records(
