@@ -116,3 +116,11 @@ pub fn analyze_in_order<T: Send>(
         }
     });
 }
+
+/// The bundled demo store, analyzed with default options (for unit tests).
+#[cfg(test)]
+pub(crate) fn demo_store_analyses() -> Vec<Analysis> {
+    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+    let locations = locate(&[store], &[]).unwrap_or_default();
+    analyze_all(&locations, &VerdictOptions::default())
+}

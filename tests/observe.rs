@@ -3,7 +3,7 @@
 //! to the chain tree and the token pane.
 
 mod common;
-use common::{key, screen};
+use common::{analyze_with_rows, find, graph_text, key, screen};
 
 use std::path::PathBuf;
 
@@ -21,32 +21,8 @@ fn load() -> (Rows, Vec<Analysis>) {
     let stores = vec![PathBuf::from(STORE)];
     let mut rows = Rows::read(&[PathBuf::from(ROWS)]);
     rows.discover(&stores);
-    let locations = tokscope::load::locate(&stores, &[]).unwrap();
-    let mut analyses = Vec::new();
-    tokscope::load::analyze_in_order(
-        &locations,
-        &VerdictOptions::default(),
-        &rows,
-        |a| a,
-        |a| analyses.push(a),
-    );
+    let analyses = analyze_with_rows(&stores, &rows);
     (rows, analyses)
-}
-
-fn find<'a>(analyses: &'a [Analysis], id: &str) -> &'a Analysis {
-    analyses.iter().find(|a| a.rollout_id() == id).unwrap()
-}
-
-fn graph_text(analysis: &Analysis) -> String {
-    let obs = analysis
-        .options
-        .observations
-        .as_ref()
-        .expect("a row joined this rollout");
-    lines(obs, analysis)
-        .iter()
-        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
-        .collect()
 }
 
 fn gap_texts(analysis: &Analysis) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! reported, and every summary count equal to a count made independently from the row.
 
 mod common;
-use common::{key, screen};
+use common::{analyze_with_rows, find, graph_text, key, screen};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -14,37 +14,16 @@ use serde_json::Value;
 use tokscope::app::{App, Pane};
 use tokscope::gaps::GapKind;
 use tokscope::observe::Rows;
-use tokscope::observe::graph::{lines, summary};
+use tokscope::observe::graph::summary;
 use tokscope::verdict::{Analysis, VerdictOptions, analyze};
 
 const STORE: &str = "tests/fixtures/producers/store";
 const ROWS: &str = "tests/fixtures/producers/rollouts.jsonl";
 
 fn load() -> (Rows, Vec<Analysis>) {
-    let stores = vec![PathBuf::from(STORE)];
     let rows = Rows::read(&[PathBuf::from(ROWS)]);
-    let locations = tokscope::load::locate(&stores, &[]).unwrap();
-    let mut analyses = Vec::new();
-    tokscope::load::analyze_in_order(
-        &locations,
-        &VerdictOptions::default(),
-        &rows,
-        |a| a,
-        |a| analyses.push(a),
-    );
+    let analyses = analyze_with_rows(&[PathBuf::from(STORE)], &rows);
     (rows, analyses)
-}
-
-fn find<'a>(analyses: &'a [Analysis], id: &str) -> &'a Analysis {
-    analyses.iter().find(|a| a.rollout_id() == id).unwrap()
-}
-
-fn graph_text(analysis: &Analysis) -> String {
-    let obs = analysis.options.observations.as_ref().expect("a row");
-    lines(obs, analysis)
-        .iter()
-        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
-        .collect()
 }
 
 /// The rows file's lines as JSON (the last row of each rollout wins, as in the reader).

@@ -172,9 +172,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Analysis {
-        let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
-        let locations = crate::load::locate(&[store], &[]).unwrap_or_default();
-        crate::load::analyze_all(&locations, &Default::default())
+        crate::load::demo_store_analyses()
             .into_iter()
             .find(|a| a.response.is_some())
             .expect("a demo rollout with a rebuilt response")

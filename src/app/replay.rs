@@ -250,9 +250,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Vec<Analysis> {
-        let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
-        let locations = crate::load::locate(&[store], &[]).unwrap_or_default();
-        crate::load::analyze_all(&locations, &Default::default())
+        crate::load::demo_store_analyses()
     }
 
     #[test]

@@ -491,12 +491,7 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
             .map(|earlier| Gap::general(GapFact::ReplacedRow(earlier.clone()))),
     );
     let referenced = obs.referenced_calls();
-    let recorded: HashSet<&str> = analysis
-        .capture
-        .records
-        .iter()
-        .map(|r| r.model_call_id.as_str())
-        .collect();
+    let recorded = recorded_ids(analysis);
     for call in obs.observed_calls() {
         match call {
             ObservedCall::Id(id) if recorded.contains(id.as_str()) => {}
@@ -529,14 +524,19 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
     gaps
 }
 
-/// The headless summary added to a report.
-pub fn summary(obs: &Observations, analysis: &Analysis) -> Value {
-    let recorded: HashSet<&str> = analysis
+/// The call ids that have a token record.
+fn recorded_ids(analysis: &Analysis) -> HashSet<&str> {
+    analysis
         .capture
         .records
         .iter()
         .map(|r| r.model_call_id.as_str())
-        .collect();
+        .collect()
+}
+
+/// The headless summary added to a report.
+pub fn summary(obs: &Observations, analysis: &Analysis) -> Value {
+    let recorded = recorded_ids(analysis);
     let observed = obs.observed_calls();
     let joined = observed
         .iter()

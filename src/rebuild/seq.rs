@@ -133,18 +133,8 @@ impl TokenSeq {
 
     /// The exact value of the token at `index`, if any.
     pub fn value(&self, index: usize) -> Option<TokenValue> {
-        let mut current = self.0.as_deref();
-        while let Some(node) = current {
-            let start = node.len - node.chunk.len();
-            if index >= node.len {
-                return None;
-            }
-            if index >= start {
-                return Some(value(node.chunk[index - start], node.signed));
-            }
-            current = node.prefix.0.as_deref();
-        }
-        None
+        self.locate(index)
+            .map(|(node, at)| value(node.chunk[at], node.signed))
     }
 
     /// The first negative id among the first `n` tokens, if any (what makes the reference's
@@ -219,6 +209,11 @@ impl TokenSeq {
 
     /// The token's 64 bits at `index`, if any. O(number of chunks).
     pub fn get(&self, index: usize) -> Option<u64> {
+        self.locate(index).map(|(node, at)| node.chunk[at])
+    }
+
+    /// The chunk holding the token at `index` and its offset there. O(number of chunks).
+    fn locate(&self, index: usize) -> Option<(&SeqNode, usize)> {
         let mut current = self.0.as_deref();
         while let Some(node) = current {
             let start = node.len - node.chunk.len();
@@ -226,7 +221,7 @@ impl TokenSeq {
                 return None;
             }
             if index >= start {
-                return Some(node.chunk[index - start]);
+                return Some((node, index - start));
             }
             current = node.prefix.0.as_deref();
         }

@@ -248,3 +248,41 @@ pub fn keys(app: &mut tokscope::app::App, text: &str) {
         key(app, crossterm::event::KeyCode::Char(c));
     }
 }
+
+/// Every rollout of `stores`, analyzed in order with `rows` joined.
+pub fn analyze_with_rows(
+    stores: &[PathBuf],
+    rows: &tokscope::observe::Rows,
+) -> Vec<tokscope::verdict::Analysis> {
+    let locations = tokscope::load::locate(stores, &[]).unwrap();
+    let mut analyses = Vec::new();
+    tokscope::load::analyze_in_order(
+        &locations,
+        &tokscope::verdict::VerdictOptions::default(),
+        rows,
+        |a| a,
+        |a| analyses.push(a),
+    );
+    analyses
+}
+
+/// The analysis of rollout `id`.
+pub fn find<'a>(
+    analyses: &'a [tokscope::verdict::Analysis],
+    id: &str,
+) -> &'a tokscope::verdict::Analysis {
+    analyses.iter().find(|a| a.rollout_id() == id).unwrap()
+}
+
+/// The observation graph of a rollout a row joined, one line of text per graph line.
+pub fn graph_text(analysis: &tokscope::verdict::Analysis) -> String {
+    let obs = analysis
+        .options
+        .observations
+        .as_ref()
+        .expect("a row joined this rollout");
+    tokscope::observe::graph::lines(obs, analysis)
+        .iter()
+        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
+        .collect()
+}

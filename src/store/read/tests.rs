@@ -9,13 +9,18 @@ fn rec(id: &str, created: f64) -> String {
 }
 
 fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
+    parse_with(data, &RolloutState::absent(), DEFAULT_LINE_LIMIT)
+}
+
+/// Read `data` under `state` with a line limit of `limit` bytes.
+fn parse_with(data: &str, state: &RolloutState, limit: usize) -> (ParsedRecords, Vec<ReadIssue>) {
     let mut issues = Vec::new();
     let parsed = parse_records(
         data.as_bytes(),
-        &RolloutState::absent(),
+        state,
         &mut issues,
         &mut LineCache::default(),
-        DEFAULT_LINE_LIMIT,
+        limit,
     );
     (parsed, issues)
 }
@@ -90,14 +95,7 @@ fn a_line_over_the_limit_is_a_located_fatal_gap_and_not_parsed() {
     for indexed in [0, data.len() as i64] {
         let mut state = RolloutState::absent();
         state.indexed_size = Some(indexed);
-        let mut issues = Vec::new();
-        let parsed = parse_records(
-            data.as_bytes(),
-            &state,
-            &mut issues,
-            &mut LineCache::default(),
-            long.len() - 1,
-        );
+        let (parsed, issues) = parse_with(&data, &state, long.len() - 1);
         let ids: Vec<_> = parsed.records.iter().map(|r| &*r.model_call_id).collect();
         assert_eq!(ids, ["a", "c"], "the other lines are still read");
         assert_eq!(issues.len(), 1, "{issues:?}");
@@ -108,28 +106,14 @@ fn a_line_over_the_limit_is_a_located_fatal_gap_and_not_parsed() {
     }
     // Over the limit and last: it may be a write in progress, and the message says so.
     let torn = format!("{}\n{long}", rec("a", 1.0));
-    let mut issues = Vec::new();
-    parse_records(
-        torn.as_bytes(),
-        &RolloutState::absent(),
-        &mut issues,
-        &mut LineCache::default(),
-        long.len() - 1,
-    );
+    let (_, issues) = parse_with(&torn, &RolloutState::absent(), long.len() - 1);
     assert_eq!(issues[0].kind, IssueKind::TooLong);
     assert!(
         issues[0].message.contains("write still in progress"),
         "{issues:?}"
     );
     // At the limit, the line is read.
-    let mut issues = Vec::new();
-    let parsed = parse_records(
-        data.as_bytes(),
-        &RolloutState::absent(),
-        &mut issues,
-        &mut LineCache::default(),
-        long.len(),
-    );
+    let (parsed, issues) = parse_with(&data, &RolloutState::absent(), long.len());
     assert_eq!(parsed.records.len(), 3);
     assert!(issues.is_empty());
 }
@@ -139,14 +123,7 @@ fn indexed_region_is_trusted_but_still_read() {
     let data = format!("{}\n{}\n", rec("a", 1.0), rec("a", 2.0));
     let mut state = RolloutState::absent();
     state.indexed_size = Some(data.len() as i64);
-    let mut issues = Vec::new();
-    let parsed = parse_records(
-        data.as_bytes(),
-        &state,
-        &mut issues,
-        &mut LineCache::default(),
-        DEFAULT_LINE_LIMIT,
-    );
+    let (parsed, issues) = parse_with(&data, &state, DEFAULT_LINE_LIMIT);
     assert_eq!(
         parsed.records.len(),
         2,
@@ -154,14 +131,7 @@ fn indexed_region_is_trusted_but_still_read() {
     );
     assert!(issues.is_empty());
     state.indexed_size = Some(data.len() as i64 + 1);
-    let mut issues = Vec::new();
-    parse_records(
-        data.as_bytes(),
-        &state,
-        &mut issues,
-        &mut LineCache::default(),
-        DEFAULT_LINE_LIMIT,
-    );
+    let (_, issues) = parse_with(&data, &state, DEFAULT_LINE_LIMIT);
     assert_eq!(issues[0].kind, IssueKind::BadState);
 }
 
