@@ -13,7 +13,7 @@ pub struct Theme {
 
 impl Theme {
     /// Colors unless `NO_COLOR` is set to a non-empty value.
-    pub(crate) fn from_env() -> Theme {
+    pub fn from_env() -> Theme {
         Theme {
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         }

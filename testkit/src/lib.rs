@@ -483,3 +483,95 @@ fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
     }
     row
 }
+
+/// The shape of a training run's store, for the scale benchmarks: `rollouts` rollouts of
+/// roughly `bytes_per_rollout` bytes each (15–40 calls), made of 100 distinct rollouts
+/// replicated under new ids, as the issue that asked for it measured. A quarter are frozen,
+/// the rest live; every fourth stores delta records, every seventh has an abandoned retry,
+/// every tenth a subagent with its own root. Returns the bytes written.
+pub fn write_training_store(
+    dir: &Path,
+    rollouts: usize,
+    bytes_per_rollout: usize,
+) -> std::io::Result<u64> {
+    const TEMPLATES: usize = 100;
+    let templates: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = (0..TEMPLATES.min(rollouts))
+        .map(|t| training_template(t, bytes_per_rollout))
+        .collect();
+    let mut written = 0u64;
+    for index in 0..rollouts {
+        let template = index % templates.len();
+        let (records, intents, state) = &templates[template];
+        let from = training_id(template);
+        let to = training_id(index);
+        let rename = |bytes: &[u8]| -> Vec<u8> {
+            String::from_utf8_lossy(bytes)
+                .replace(&from, &to)
+                .into_bytes()
+        };
+        let records = if from == to {
+            records.clone()
+        } else {
+            rename(records)
+        };
+        std::fs::write(dir.join(format!("{to}.tokens.jsonl")), &records)?;
+        std::fs::write(dir.join(format!("{to}.tokens.intents")), rename(intents))?;
+        std::fs::write(dir.join(format!("{to}.tokens.state.json")), state)?;
+        written += records.len() as u64;
+    }
+    Ok(written)
+}
+
+fn training_id(index: usize) -> String {
+    format!("train-{index:05}")
+}
+
+/// One template of [`write_training_store`]: records, intents and state bytes.
+fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    const BYTES_PER_ID: usize = 7;
+    let mut rng = Rng::new(7_000 + index as u64);
+    let id = training_id(index);
+    let calls = rng.range(15, 41) as usize;
+    let delta = index % 4 == 3;
+    let ids = bytes / BYTES_PER_ID;
+    // Full-prompt records repeat the prompt: about calls²/2 × (environment + generation) ids.
+    let grow = if delta {
+        ids / calls
+    } else {
+        2 * ids / (calls * calls)
+    }
+    .saturating_sub(36)
+    .max(8);
+    let mut rollout = linear_rollout(&id, calls, &mut rng, grow, delta, true);
+    if index % 7 == 1 && calls > 4 {
+        // An abandoned attempt: a sibling of call 3, same prompt, never continued.
+        let mut retry = rollout.calls[3].clone();
+        retry.id = format!("{id}-r00003");
+        retry.generation = rng.tokens(20);
+        retry.created_at -= 0.5;
+        if !retry.delta {
+            retry.lineage = Lineage::Computed;
+        } else {
+            retry.lineage = Lineage::Omitted;
+        }
+        rollout.calls.insert(3, retry);
+    }
+    if index % 10 == 5 {
+        let sub = linear_rollout(&format!("{id}-sub"), 5, &mut rng, 200, false, true);
+        rollout.calls.extend(sub.calls);
+    }
+    rollout.frozen = index % 4 == 0;
+    let mut records = Vec::new();
+    let mut intents = String::new();
+    for call in &rollout.calls {
+        records.extend_from_slice(call.to_line(&id).as_bytes());
+        records.push(b'\n');
+        intents.push_str(&call.id);
+        intents.push('\n');
+    }
+    let state = json!({"entry_digests": {}, "frozen": rollout.frozen, "incomplete": false,
+                       "indexed_size": 0, "retired": false,
+                       "snapshot_id": if rollout.frozen { "snap" } else { "" },
+                       "version": rollout.calls.len()});
+    (records, intents.into_bytes(), state.to_string().into_bytes())
+}

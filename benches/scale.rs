@@ -1,0 +1,289 @@
+//! Training scale: a store of 2,000 rollouts / 2 GB (the `training_store` shape).
+//!
+//! `cargo bench --bench scale` measures, in this process, what the explorer does:
+//! - **cold open**: time until the first rollouts are on the list, until the whole list has
+//!   its verdicts, and resident memory once loaded (the watcher and the app together, the UI
+//!   drawn into a test backend after every batch as the event loop would);
+//! - **live**: a writer (a child process) appends 200 records/s to 50 of the rollouts; the CPU
+//!   this process spends, and the p99 from a record's fsync to the list showing it.
+//!
+//! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
+//! default 2,000; ~1 MB each), or taken from `TOKSCOPE_SCALE_STORE`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokscope::app::{App, Message};
+use tokscope::live::StoreEvent;
+use tokscope::live::watch::{WatchOptions, watch};
+use tokscope::verdict::VerdictOptions;
+
+const LIVE_ROLLOUTS: usize = 50;
+const APPENDS_PER_SECOND: u64 = 200;
+const LIVE_SECONDS: u64 = 6;
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+/// `VmRSS` and `VmHWM` of this process, in MB.
+fn memory_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn store() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TOKSCOPE_SCALE_STORE") {
+        return PathBuf::from(dir);
+    }
+    let rollouts: usize = std::env::var("TOKSCOPE_SCALE_ROLLOUTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2_000);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/scale-store-{rollouts}"));
+    if !dir.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        eprintln!("writing {} ...", dir.display());
+        tokscope_testkit::write_training_store(&dir, rollouts, 1_050_000).unwrap();
+        std::fs::write(dir.join(".complete"), "").unwrap();
+    }
+    dir
+}
+
+/// Records of the rollout `id` as the app knows them.
+fn records_of(app: &App, id: &str) -> usize {
+    app.analyses
+        .iter()
+        .find(|a| a.rollout_id() == id)
+        .map_or(0, |a| a.capture.records.len())
+}
+
+/// The writer: appends a copy of each live rollout's last record under a new call id.
+fn writer(dir: &Path, ids: &[String]) {
+    let lines: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let text = std::fs::read_to_string(dir.join(format!("{id}.tokens.jsonl"))).unwrap();
+            text.lines().last().unwrap().to_owned()
+        })
+        .collect();
+    let mut files: Vec<std::fs::File> = ids
+        .iter()
+        .map(|id| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(dir.join(format!("{id}.tokens.jsonl")))
+                .unwrap()
+        })
+        .collect();
+    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let interval = Duration::from_secs(1) / APPENDS_PER_SECOND as u32;
+    let start = Instant::now();
+    let mut times = Vec::with_capacity(total);
+    for n in 0..total {
+        if let Some(wait) = (interval * n as u32).checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let r = n % ids.len();
+        let line = lines[r].replace("\"model_call_id\":\"", &format!("\"model_call_id\":\"x{n}-"));
+        files[r].write_all(format!("{line}\n").as_bytes()).unwrap();
+        files[r].sync_data().unwrap();
+        times.push((r, n / ids.len() + 1, now()));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (r, count, time) in times {
+        writeln!(out, "{r} {count} {time}").unwrap();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(position) = args.iter().position(|a| a == "--writer") {
+        let dir = PathBuf::from(&args[position + 1]);
+        writer(&dir, &args[position + 2..]);
+        return;
+    }
+    let source = store();
+    // The live phase appends: work on a copy of the live rollouts' files, hard-linking the rest.
+    let work = tempfile::tempdir_in(source.parent().unwrap()).unwrap();
+    let mut live_ids = Vec::new();
+    let mut bytes = 0u64;
+    let mut names: Vec<_> = std::fs::read_dir(&source)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tokens."))
+        .collect();
+    names.sort();
+    for name in &names {
+        let from = source.join(name);
+        let to = work.path().join(name);
+        let id = name.split(".tokens.").next().unwrap().to_owned();
+        let state = std::fs::read_to_string(source.join(format!("{id}.tokens.state.json")))
+            .unwrap_or_default();
+        if name.ends_with(".tokens.jsonl") {
+            bytes += std::fs::metadata(&from).unwrap().len();
+            if live_ids.len() < LIVE_ROLLOUTS && state.contains("\"frozen\":false") {
+                live_ids.push(id.clone());
+            }
+        }
+        if live_ids.contains(&id) {
+            std::fs::copy(&from, &to).unwrap();
+        } else {
+            std::fs::hard_link(&from, &to).unwrap();
+        }
+    }
+    let rollouts = names.iter().filter(|n| n.ends_with(".tokens.jsonl")).count();
+    println!(
+        "store: {rollouts} rollouts, {:.2} GB of records",
+        bytes as f64 / 1e9
+    );
+    // Warm the page cache, as a store being written is.
+    for name in &names {
+        let _ = std::fs::read(work.path().join(name));
+    }
+
+    let started = Instant::now();
+    let viewport = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, 160, 48));
+    let mut app = App::new_live(
+        vec![work.path().to_path_buf()],
+        VerdictOptions::default(),
+        viewport,
+    );
+    let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    let theme = tokscope::ui::Theme::from_env();
+    let handle = watch(vec![work.path().to_path_buf()], WatchOptions::default());
+    let mut first_rows = None;
+    let mut ready = None;
+    let mut frames = 0usize;
+    let mut draw = |app: &mut App, terminal: &mut Terminal<TestBackend>| {
+        let mut drawn = tokscope::ui::Drawn::default();
+        terminal
+            .draw(|frame| drawn = tokscope::ui::draw(frame, app, theme))
+            .unwrap();
+        for message in drawn.messages() {
+            app.update(message);
+        }
+    };
+    draw(&mut app, &mut terminal);
+    while ready.is_none() {
+        let first = handle.events.recv_timeout(Duration::from_millis(30));
+        let mut batch: Vec<StoreEvent> = first.into_iter().collect();
+        batch.extend(handle.events.try_iter());
+        if batch.iter().any(|e| matches!(e, StoreEvent::Ready)) {
+            ready = Some(started.elapsed());
+        }
+        if !batch.is_empty() {
+            app.update(Message::Store(batch));
+            draw(&mut app, &mut terminal);
+            frames += 1;
+        }
+        if first_rows.is_none() && !app.list.rows.is_empty() {
+            first_rows = Some(started.elapsed());
+        }
+    }
+    let (rss, peak) = memory_mb();
+    println!(
+        "cold open: first rollouts on the list after {:.2} s, all {} with verdicts after {:.2} s ({frames} frames)",
+        first_rows.unwrap_or_default().as_secs_f64(),
+        app.list.rows.len(),
+        ready.unwrap_or_default().as_secs_f64(),
+    );
+    println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
+
+    // Live: appends to 50 rollouts while the app follows.
+    let cpu_before = cpu_seconds();
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--writer")
+        .arg(work.path())
+        .args(&live_ids)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base: HashMap<String, usize> = live_ids
+        .iter()
+        .map(|id| (id.clone(), records_of(&app, id)))
+        .collect();
+    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let mut seen: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
+    let mut shown = 0usize;
+    while shown < total && Instant::now() < deadline {
+        let first = handle.events.recv_timeout(Duration::from_millis(30));
+        let mut batch: Vec<StoreEvent> = first.into_iter().collect();
+        batch.extend(handle.events.try_iter());
+        if batch.is_empty() {
+            continue;
+        }
+        app.update(Message::Store(batch));
+        draw(&mut app, &mut terminal);
+        let at = now();
+        shown = 0;
+        for id in &live_ids {
+            let count = records_of(&app, id) - base[id];
+            shown += count;
+            let list = seen.entry(id.clone()).or_default();
+            if list.last().is_none_or(|(c, _)| *c < count) {
+                list.push((count, at));
+            }
+        }
+    }
+    let cpu = cpu_seconds() - cpu_before;
+    let output = child.wait_with_output().unwrap();
+    let mut latencies = Vec::new();
+    for line in output.stdout.lines() {
+        let line = line.unwrap();
+        let mut parts = line.split(' ');
+        let r: usize = parts.next().unwrap().parse().unwrap();
+        let count: usize = parts.next().unwrap().parse().unwrap();
+        let written: f64 = parts.next().unwrap().parse().unwrap();
+        if let Some((_, at)) = seen
+            .get(&live_ids[r])
+            .and_then(|v| v.iter().find(|(c, _)| *c >= count))
+        {
+            latencies.push(((at - written) * 1000.0).max(0.0));
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let pick = |q: f64| latencies[((latencies.len().max(1) as f64 - 1.0) * q) as usize];
+    let elapsed = LIVE_SECONDS as f64;
+    println!(
+        "live: {total} appends at {APPENDS_PER_SECOND}/s to {} rollouts: {:.0}% of a core ({:.0} µs per append); fsync → list p50 {:.0} ms, p99 {:.0} ms",
+        live_ids.len(),
+        cpu / elapsed * 100.0,
+        cpu * 1e6 / total as f64,
+        pick(0.5),
+        pick(0.99),
+    );
+    let (rss, peak) = memory_mb();
+    println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
+}
