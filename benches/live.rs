@@ -122,7 +122,7 @@ fn main() {
         {
             let at = now();
             let id = analysis.rollout_id().to_owned();
-            let count = analysis.capture.records.len();
+            let count = analysis.records;
             let before = counts.insert(id.clone(), count).unwrap_or(0);
             received += count.saturating_sub(before);
             seen.entry(id).or_default().push((count, at));

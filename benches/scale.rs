@@ -81,11 +81,12 @@ fn store() -> PathBuf {
 }
 
 /// Records of the rollout `id` as the app knows them.
-fn records_of(app: &App, id: &str) -> usize {
-    app.analyses
-        .iter()
-        .find(|a| a.rollout_id() == id)
-        .map_or(0, |a| a.capture.records.len())
+fn records_of(app: &App, dir: &Path, id: &str) -> usize {
+    let location = tokscope::store::RolloutLocation {
+        dir: dir.to_path_buf(),
+        id: id.to_owned(),
+    };
+    app.summary(&location).map_or(0, |s| s.records)
 }
 
 /// The writer: appends a copy of each live rollout's last record under a new call id.
@@ -115,7 +116,10 @@ fn writer(dir: &Path, ids: &[String]) {
             std::thread::sleep(wait);
         }
         let r = n % ids.len();
-        let line = lines[r].replace("\"model_call_id\":\"", &format!("\"model_call_id\":\"x{n}-"));
+        let line = lines[r].replace(
+            "\"model_call_id\":\"",
+            &format!("\"model_call_id\":\"x{n}-"),
+        );
         files[r].write_all(format!("{line}\n").as_bytes()).unwrap();
         files[r].sync_data().unwrap();
         times.push((r, n / ids.len() + 1, now()));
@@ -162,7 +166,10 @@ fn main() {
             std::fs::hard_link(&from, &to).unwrap();
         }
     }
-    let rollouts = names.iter().filter(|n| n.ends_with(".tokens.jsonl")).count();
+    let rollouts = names
+        .iter()
+        .filter(|n| n.ends_with(".tokens.jsonl"))
+        .count();
     println!(
         "store: {rollouts} rollouts, {:.2} GB of records",
         bytes as f64 / 1e9
@@ -183,15 +190,21 @@ fn main() {
     let theme = tokscope::ui::Theme::from_env();
     let handle = watch(vec![work.path().to_path_buf()], WatchOptions::default());
     let mut first_rows = None;
+    let mut first_view = None;
     let mut ready = None;
     let mut frames = 0usize;
-    let mut draw = |app: &mut App, terminal: &mut Terminal<TestBackend>| {
+    // What the event loop does after a batch: draw, then hand the watcher the app's
+    // requests for the rollouts it looks at.
+    let draw = |app: &mut App, terminal: &mut Terminal<TestBackend>| {
         let mut drawn = tokscope::ui::Drawn::default();
         terminal
             .draw(|frame| drawn = tokscope::ui::draw(frame, app, theme))
             .unwrap();
         for message in drawn.messages() {
             app.update(message);
+        }
+        if let Some(rollouts) = app.detail_requests() {
+            handle.focus(rollouts);
         }
     };
     draw(&mut app, &mut terminal);
@@ -210,11 +223,15 @@ fn main() {
         if first_rows.is_none() && !app.list.rows.is_empty() {
             first_rows = Some(started.elapsed());
         }
+        if first_view.is_none() && app.view.is_some() {
+            first_view = Some(started.elapsed());
+        }
     }
     let (rss, peak) = memory_mb();
     println!(
-        "cold open: first rollouts on the list after {:.2} s, all {} with verdicts after {:.2} s ({frames} frames)",
+        "cold open: first rollouts on the list after {:.2} s, the first rollout's panes after {:.2} s, all {} with verdicts after {:.2} s ({frames} frames)",
         first_rows.unwrap_or_default().as_secs_f64(),
+        first_view.unwrap_or_default().as_secs_f64(),
         app.list.rows.len(),
         ready.unwrap_or_default().as_secs_f64(),
     );
@@ -231,7 +248,7 @@ fn main() {
         .unwrap();
     let base: HashMap<String, usize> = live_ids
         .iter()
-        .map(|id| (id.clone(), records_of(&app, id)))
+        .map(|id| (id.clone(), records_of(&app, work.path(), id)))
         .collect();
     let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
     let mut seen: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
@@ -249,7 +266,7 @@ fn main() {
         let at = now();
         shown = 0;
         for id in &live_ids {
-            let count = records_of(&app, id) - base[id];
+            let count = records_of(&app, work.path(), id) - base[id];
             shown += count;
             let list = seen.entry(id.clone()).or_default();
             if list.last().is_none_or(|(c, _)| *c < count) {

@@ -4,13 +4,21 @@
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().expect("usage: training_store DIR [ROLLOUTS] [BYTES_PER_ROLLOUT]");
-    let rollouts = args.next().map_or(2_000, |n| n.parse().expect("ROLLOUTS is a number"));
-    let bytes = args
+    let dir = args
         .next()
-        .map_or(1_050_000, |n| n.parse().expect("BYTES_PER_ROLLOUT is a number"));
+        .expect("usage: training_store DIR [ROLLOUTS] [BYTES_PER_ROLLOUT]");
+    let rollouts = args
+        .next()
+        .map_or(2_000, |n| n.parse().expect("ROLLOUTS is a number"));
+    let bytes = args.next().map_or(1_050_000, |n| {
+        n.parse().expect("BYTES_PER_ROLLOUT is a number")
+    });
     std::fs::create_dir_all(&dir).expect("create the directory");
-    let written = tokscope_testkit::write_training_store(std::path::Path::new(&dir), rollouts, bytes)
-        .expect("write the store");
-    println!("wrote {rollouts} rollouts, {} MB of records into {dir}", written / 1_000_000);
+    let written =
+        tokscope_testkit::write_training_store(std::path::Path::new(&dir), rollouts, bytes)
+            .expect("write the store");
+    println!(
+        "wrote {rollouts} rollouts, {} MB of records into {dir}",
+        written / 1_000_000
+    );
 }

@@ -146,8 +146,12 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     let size = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
     let watch_live = start == Start::Explore && !args.no_watch;
     let mut rows_message = None;
-    let mut app = if watch_live {
-        tokscope::app::App::new_live(stores.clone(), options.clone(), size)
+    // Exploring, the watcher reads the store (in the background, summaries for all, full
+    // analyses for what is looked at); replay needs every rollout's records up front.
+    let mut app = if start == Start::Explore {
+        let mut app = tokscope::app::App::new_live(stores.clone(), options.clone(), size);
+        app.live.watching = watch_live;
+        app
     } else {
         let rows = read_rows(&stores, &args.rows);
         let locations = locate(&stores, &[])?;
@@ -164,11 +168,12 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     if start == Start::Replay {
         app.start_replay();
     }
-    let watch = watch_live.then(|| {
+    let watch = (start == Start::Explore).then(|| {
         tokscope::live::watch::watch(
             stores,
             tokscope::live::watch::WatchOptions {
                 mode: match args.poll {
+                    _ if !watch_live => tokscope::live::watch::WatchMode::Once,
                     Some(ms) => {
                         tokscope::live::watch::WatchMode::Poll(std::time::Duration::from_millis(ms))
                     }

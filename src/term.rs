@@ -238,6 +238,12 @@ fn event_loop(
             if !changes.is_empty() {
                 dirty |= app.update(Message::Store(changes));
             }
+            if let Some(rollouts) = app.detail_requests() {
+                watch.focus(rollouts);
+            }
+            if app.replay_request() {
+                watch.replay();
+            }
         }
         dirty |= app.update(Message::Tick(Instant::now()));
     }

@@ -157,7 +157,11 @@ fn unreadable_rollouts_count_as_masked_everywhere() {
     let (_temp, store) = hostile_store();
     let locations = tokscope::load::locate(std::slice::from_ref(&store), &[]).unwrap();
     let analyses = tokscope::load::analyze_all(&locations, &Default::default());
-    let health = tokscope::app::health::Health::of(&analyses);
+    let summaries: Vec<tokscope::verdict::Summary> = analyses
+        .iter()
+        .map(tokscope::verdict::Summary::of)
+        .collect();
+    let health = tokscope::app::health::Health::of(&summaries);
     let broken = ["h", "z", "d", "l", "s"];
     for analysis in analyses.iter().filter(|a| broken.contains(&a.rollout_id())) {
         assert_ne!(analysis.lifecycle, tokscope::verdict::Lifecycle::Cleared);
@@ -295,7 +299,7 @@ fn a_fifo_created_while_watching_stops_nothing() {
                         fifo_reports += 1;
                         assert_eq!(a.verdict, tokscope::verdict::Verdict::Masked);
                     }
-                    "ok" => written = a.capture.records.len() == 2,
+                    "ok" => written = a.records == 2,
                     _ => {}
                 }
             }

@@ -18,7 +18,7 @@ use tokscope::app::{App, Message};
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchMode, WatchOptions, watch};
 use tokscope::store::RolloutLocation;
-use tokscope::verdict::{VerdictOptions, analyze};
+use tokscope::verdict::{Summary, VerdictOptions, analyze};
 use tokscope_testkit::{Rng, linear_rollout};
 
 fn append(path: &Path, bytes: &[u8]) {
@@ -151,24 +151,39 @@ fn converge(mode: WatchMode) {
             StoreEvent::Ready => break,
             StoreEvent::Error(e) => panic!("{e}"),
             StoreEvent::StoreGone(dir) => panic!("{} gone", dir.display()),
-            StoreEvent::Updated(_) | StoreEvent::StoreBack(_) => {}
+            _ => {}
         }
     }
     write_store(&dir);
+    let mut summaries: HashMap<RolloutLocation, Summary> = HashMap::new();
     let mut latest: HashMap<RolloutLocation, tokscope::verdict::Analysis> = HashMap::new();
     let quiet = Duration::from_millis(600);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        match handle.events.recv_timeout(quiet) {
-            Ok(StoreEvent::Updated(analysis)) => {
-                latest.insert(analysis.capture.location.clone(), *analysis);
+    let collect =
+        |handle: &tokscope::live::watch::Watch,
+         summaries: &mut HashMap<RolloutLocation, Summary>,
+         latest: &mut HashMap<RolloutLocation, tokscope::verdict::Analysis>| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                match handle.events.recv_timeout(quiet) {
+                    Ok(StoreEvent::Updated(summary)) => {
+                        summaries.insert(summary.location.clone(), *summary);
+                    }
+                    Ok(StoreEvent::Detail(analysis)) => {
+                        latest.insert(analysis.capture.location.clone(), *analysis);
+                    }
+                    Ok(StoreEvent::Error(e)) => panic!("{e}"),
+                    Ok(StoreEvent::StoreGone(dir)) => panic!("{} gone", dir.display()),
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
             }
-            Ok(StoreEvent::Error(e)) => panic!("{e}"),
-            Ok(StoreEvent::StoreGone(dir)) => panic!("{} gone", dir.display()),
-            Ok(StoreEvent::Ready | StoreEvent::StoreBack(_)) => {}
-            Err(_) => break,
-        }
-    }
+        };
+    collect(&handle, &mut summaries, &mut latest);
+    let all = summaries.keys().cloned().collect();
+    // Every rollout's full analysis, as the UI asks for the ones it looks at (the watcher
+    // holds nothing of most of them by now).
+    handle.focus(all);
+    collect(&handle, &mut summaries, &mut latest);
     drop(handle);
     let cold: Vec<_> = tokscope::load::locate(std::slice::from_ref(&dir), &[]).unwrap();
     let options = VerdictOptions::default();
@@ -183,6 +198,7 @@ fn converge(mode: WatchMode) {
             "{} diverged from a cold read",
             location.id
         );
+        assert_eq!(summaries.get(location), Some(&Summary::of(&cold)));
     }
     let ids = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut seen: Vec<String> = cold.iter().map(|l| l.id.clone()).collect();
@@ -270,8 +286,9 @@ fn updates_keep_the_selection_and_pause_holds_them() {
     );
     let first = analysis_with(&dir, "a", 3);
     app.update(Message::Store(vec![
-        StoreEvent::Updated(Box::new(first)),
-        StoreEvent::Updated(Box::new(analysis_with(&dir, "b", 2))),
+        StoreEvent::Updated(Box::new(Summary::of(&first))),
+        StoreEvent::Detail(Box::new(first)),
+        StoreEvent::Detail(Box::new(analysis_with(&dir, "b", 2))),
         StoreEvent::Ready,
     ]));
     assert_eq!(app.list.rows.len(), 2);
@@ -286,9 +303,11 @@ fn updates_keep_the_selection_and_pause_holds_them() {
     key(&mut app, KeyCode::Right);
     let cursor = app.view.as_ref().unwrap().tokens.cursor;
     // b grows by one call: the selection and the cursor stay.
-    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(
-        analysis_with(&dir, "b", 4),
-    ))]));
+    let grown = analysis_with(&dir, "b", 4);
+    app.update(Message::Store(vec![
+        StoreEvent::updated(&grown),
+        StoreEvent::Detail(Box::new(grown)),
+    ]));
     assert_eq!(app.shown().unwrap().rollout_id(), "b");
     assert_eq!(app.shown().unwrap().capture.records.len(), 4);
     let now = app.shown().unwrap().capture.records[app.selected_record().unwrap()]
@@ -302,13 +321,13 @@ fn updates_keep_the_selection_and_pause_holds_them() {
     );
     // Paused: changes wait, counted; resuming catches up.
     key(&mut app, KeyCode::Char(' '));
-    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(
-        analysis_with(&dir, "c", 1),
+    app.update(Message::Store(vec![StoreEvent::updated(&analysis_with(
+        &dir, "c", 1,
     ))]));
     assert_eq!(app.live.pending.len(), 1);
-    assert_eq!(app.analyses.len(), 2);
+    assert_eq!(app.rollouts.len(), 2);
     key(&mut app, KeyCode::Char(' '));
-    assert_eq!(app.analyses.len(), 3);
+    assert_eq!(app.rollouts.len(), 3);
     assert!(app.live.pending.is_empty());
 }
 
@@ -335,7 +354,7 @@ fn replay_steps_jumps_plays_and_restores() {
     assert_eq!(position(&app), 3);
     key(&mut app, KeyCode::Char(','));
     assert_eq!(position(&app), 2);
-    let calls: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    let calls: usize = app.rollouts.iter().map(|a| a.records).sum();
     assert_eq!(calls, 2, "the store as it stood after two calls");
     // Jump by call number.
     key(&mut app, KeyCode::Char(':'));
@@ -352,7 +371,9 @@ fn replay_steps_jumps_plays_and_restores() {
     // Leaving replay restores the store as it is.
     key(&mut app, KeyCode::Char('R'));
     assert!(app.replay.is_none());
-    let after: Vec<Value> = app.analyses.iter().map(report).collect();
+    let after: Vec<Value> = (0..app.rollouts.len())
+        .map(|index| report(app.details.get(index).expect("held")))
+        .collect();
     assert_eq!(after, before);
 }
 
@@ -372,7 +393,7 @@ fn rows_follow(mode: WatchMode) {
     let wait_for = |pred: &dyn Fn(&tokscope::verdict::Analysis) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Ok(StoreEvent::Updated(a)) =
+            if let Ok(StoreEvent::Detail(a)) =
                 handle.events.recv_timeout(Duration::from_millis(200))
                 && pred(&a)
             {
@@ -381,6 +402,11 @@ fn rows_follow(mode: WatchMode) {
         }
         panic!("no such update");
     };
+    // The rollout is looked at: its full analysis comes with every change.
+    handle.focus(vec![RolloutLocation {
+        dir: dir.clone(),
+        id: "r".into(),
+    }]);
     wait_for(&|a| a.capture.records.len() == 3);
     let rows = tokscope_testkit::rows_for_store(&dir);
     std::fs::write(dir.join("rollouts.jsonl"), format!("{}\n", rows[0])).unwrap();
@@ -428,7 +454,7 @@ fn store_deleted_and_recreated(mode: WatchMode) {
     };
     next(
         "written",
-        &|e| matches!(e, StoreEvent::Updated(a) if a.capture.records.len() == 2),
+        &|e| matches!(e, StoreEvent::Updated(a) if a.records == 2),
     );
     // Renamed away: reported, and the rollout is gone with it.
     let aside = temp.path().join("aside");
@@ -448,7 +474,7 @@ fn store_deleted_and_recreated(mode: WatchMode) {
     again.write(&dir).unwrap();
     next(
         "rewritten",
-        &|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "s" && a.capture.records.len() == 3),
+        &|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "s" && a.records == 3),
     );
 }
 

@@ -129,7 +129,7 @@ fn snapshot_what_if_pinned_terminal() {
 fn navigate_to_a_masked_rollout_and_see_why() {
     let mut app = app("store-1-0", (120, 40));
     keys(&mut app, "m");
-    assert!(app.list.rows.iter().all(|&i| app.analyses[i].mask_sample));
+    assert!(app.list.rows.iter().all(|&i| app.rollouts[i].mask_sample));
     assert_eq!(app.list.rows.len(), 19);
     // Cycle to the reason "unresolved_parent_calls" and open the first such rollout.
     while app.list.reason != Some("unresolved_parent_calls") {
@@ -327,12 +327,7 @@ fn sorting_filtering_and_mouse() {
         .list
         .rows
         .iter()
-        .map(|&i| {
-            app.analyses[i]
-                .build
-                .as_ref()
-                .map_or(-1.0, |b| b.notes.delivered_fraction)
-        })
+        .map(|&i| app.rollouts[i].delivered.unwrap_or(-1.0))
         .collect();
     assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "{fractions:?}");
     keys(&mut app, "S");
@@ -341,7 +336,7 @@ fn sorting_filtering_and_mouse() {
     let areas = tokscope::ui::layout::areas(Rect::new(0, 0, 120, 40));
     let area = areas.list;
     let third = app.list.scroll.top() + 2;
-    let shown = app.analyses[app.list.rows[third]].rollout_id().to_owned();
+    let shown = app.rollouts[app.list.rows[third]].rollout_id().to_owned();
     let row_text = screen(&app)
         .lines()
         .nth(usize::from(area.y) + 4)

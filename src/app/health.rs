@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::verdict::{Analysis, Lifecycle, Verdict};
+use crate::verdict::{Lifecycle, Summary, Verdict};
 
 /// Seconds of history in the calls-per-second series.
 pub(crate) const RATE_WINDOW: usize = 60;
@@ -41,60 +41,115 @@ pub struct Health {
     pub delivered_buckets: [usize; 5],
     /// Calls per second over the last [`RATE_WINDOW`] seconds of `created_at` times.
     pub calls_per_second: Vec<u64>,
+    /// Records by whole second of `created_at`, over every rollout.
+    seconds: BTreeMap<i64, u64>,
 }
 
 impl Health {
     /// Count over every rollout.
-    pub fn of(analyses: &[Analysis]) -> Health {
+    pub fn of<'a>(summaries: impl IntoIterator<Item = &'a Summary>) -> Health {
         let mut h = Health::default();
-        let mut times: Vec<f64> = Vec::new();
-        for a in analyses {
-            if a.lifecycle == Lifecycle::Cleared {
-                continue;
-            }
-            h.rollouts += 1;
-            h.masked += usize::from(a.mask_sample);
-            if a.mask_sample {
-                for reason in &a.reasons {
-                    *h.masked_by_reason.entry(reason.code()).or_default() += 1;
-                }
-            }
-            // Final verdicts (frozen, retired, or unreadable files) count towards the alarm.
-            if a.verdict == Verdict::Pending {
-                h.live += 1;
-                h.in_flight += a.capture.open_intents().len();
-            } else {
-                h.frozen += 1;
-                h.frozen_masked += usize::from(a.mask_sample);
-            }
-            h.calls += a.capture.records.len();
-            for record in &a.capture.records {
-                h.prefix_requested += usize::from(record.prefix_requested);
-                h.prefix_supplied += usize::from(record.prefix_supplied);
-                times.push(record.created_at);
-            }
-            if let Some(build) = &a.build {
-                h.tokens_captured += build.notes.generated_tokens_captured;
-                h.tokens_delivered += build.notes.generated_tokens_delivered;
-                for node in &build.nodes {
-                    let decision = match (node.note, node.parent) {
-                        (Some(note), _) if note.is_boundary() => note.as_str(),
-                        (Some(_), _) => "recovered",
-                        (None, Some(_)) => "resolved",
-                        (None, None) => "root",
-                    };
-                    *h.parent_decisions.entry(decision.to_owned()).or_default() += 1;
-                }
-                let fraction = build.notes.delivered_fraction;
-                let bucket = if fraction >= 1.0 {
-                    4
-                } else {
-                    ((fraction * 4.0) as usize).min(3)
-                };
-                h.delivered_buckets[bucket] += 1;
+        for summary in summaries {
+            h.add(summary);
+        }
+        h.settle();
+        h
+    }
+
+    /// Count `summary` in (a rollout appeared, or changed to this).
+    pub fn add(&mut self, summary: &Summary) {
+        self.count(summary, 1);
+    }
+
+    /// Count `summary` out (it changed or went away); the exact inverse of [`Health::add`].
+    pub fn remove(&mut self, summary: &Summary) {
+        self.count(summary, -1);
+    }
+
+    /// Recompute the calls-per-second series after adds and removes: the last
+    /// [`RATE_WINDOW`] seconds before the latest call, from the per-second counts.
+    pub fn settle(&mut self) {
+        let mut series = vec![0u64; RATE_WINDOW];
+        if let Some((&latest, _)) = self.seconds.last_key_value() {
+            let first = latest - RATE_WINDOW as i64 + 1;
+            for (&second, &count) in self.seconds.range(first..=latest) {
+                series[(second - first) as usize] = count;
             }
         }
-        h.calls_per_second = rate(&times);
+        self.calls_per_second = series;
+    }
+
+    fn count(&mut self, s: &Summary, sign: isize) {
+        fn bump(value: &mut usize, by: usize, sign: isize) {
+            *value = if sign > 0 {
+                value.saturating_add(by)
+            } else {
+                value.saturating_sub(by)
+            };
+        }
+        if s.lifecycle == Lifecycle::Cleared {
+            return;
+        }
+        bump(&mut self.rollouts, 1, sign);
+        bump(&mut self.masked, usize::from(s.mask_sample), sign);
+        if s.mask_sample {
+            for reason in &s.reasons {
+                bump(
+                    self.masked_by_reason.entry(reason.code()).or_default(),
+                    1,
+                    sign,
+                );
+            }
+        }
+        // Final verdicts (frozen, retired, or unreadable files) count towards the alarm.
+        if s.verdict == Verdict::Pending {
+            bump(&mut self.live, 1, sign);
+            bump(&mut self.in_flight, s.open_intents.len(), sign);
+        } else {
+            bump(&mut self.frozen, 1, sign);
+            bump(&mut self.frozen_masked, usize::from(s.mask_sample), sign);
+        }
+        bump(&mut self.calls, s.records, sign);
+        bump(&mut self.prefix_requested, s.prefix.0, sign);
+        bump(&mut self.prefix_supplied, s.prefix.1, sign);
+        bump(&mut self.tokens_captured, s.tokens.0, sign);
+        bump(&mut self.tokens_delivered, s.tokens.1, sign);
+        for (decision, &n) in &s.parent_decisions {
+            bump(
+                self.parent_decisions.entry(decision.clone()).or_default(),
+                n,
+                sign,
+            );
+        }
+        if let Some(fraction) = s.delivered {
+            let bucket = if fraction >= 1.0 {
+                4
+            } else {
+                ((fraction * 4.0) as usize).min(3)
+            };
+            bump(&mut self.delivered_buckets[bucket], 1, sign);
+        }
+        for (&second, &n) in &s.call_seconds {
+            let entry = self.seconds.entry(second).or_default();
+            *entry = if sign > 0 {
+                entry.saturating_add(u64::from(n))
+            } else {
+                entry.saturating_sub(u64::from(n))
+            };
+            if *entry == 0 {
+                self.seconds.remove(&second);
+            }
+        }
+        // Counts that reached zero are no longer shown.
+        self.masked_by_reason.retain(|_, n| *n > 0);
+        self.parent_decisions.retain(|_, n| *n > 0);
+    }
+
+    /// The health of no rollout, with its (empty) series.
+    #[cfg(test)]
+    fn default_settled() -> Health {
+        let mut h = Health::default();
+        h.settle();
         h
     }
 
@@ -113,33 +168,15 @@ impl Health {
     }
 }
 
-/// Calls per second over the last window, oldest first.
-fn rate(times: &[f64]) -> Vec<u64> {
-    let Some(latest) = times
-        .iter()
-        .copied()
-        .filter(|t| t.is_finite())
-        .reduce(f64::max)
-    else {
-        return vec![0; RATE_WINDOW];
-    };
-    let mut buckets = vec![0u64; RATE_WINDOW];
-    for &t in times {
-        let age = (latest - t).floor();
-        if age >= 0.0 && (age as usize) < RATE_WINDOW {
-            buckets[RATE_WINDOW - 1 - age as usize] += 1;
-        }
-    }
-    buckets
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn calls_per_second() {
-        let series = super::rate(&[100.0, 100.5, 99.2, 40.0]);
+        let mut summary = Summary::of(&crate::load::demo_store_analyses()[0]);
+        summary.call_seconds = [(100, 2), (99, 1), (40, 1)].into_iter().collect();
+        let series = Health::of([&summary]).calls_per_second;
         assert_eq!(series.len(), RATE_WINDOW);
         assert_eq!(series[RATE_WINDOW - 1], 2);
         assert_eq!(series[RATE_WINDOW - 2], 1);
@@ -158,7 +195,8 @@ mod tests {
             &crate::load::locate(&[dir], &[]).unwrap(),
             &Default::default(),
         );
-        let h = Health::of(&analyses);
+        let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
+        let h = Health::of(&summaries);
         assert_eq!(h.rollouts, 30);
         assert_eq!(h.masked, 19);
         assert_eq!(h.frozen, 0);
@@ -166,5 +204,19 @@ mod tests {
         assert_eq!(h.parent_decisions.get("parent_unresolved"), Some(&4));
         assert!(h.prefix_supplied <= h.prefix_requested + h.calls);
         assert_eq!(h.delivered_buckets.iter().sum::<usize>(), 25);
+        // By difference: taking every rollout out and putting it back changes nothing, and
+        // taking all out leaves nothing.
+        let mut again = h.clone();
+        for s in &summaries {
+            again.remove(s);
+            again.add(s);
+        }
+        again.settle();
+        assert_eq!(again, h);
+        for s in &summaries {
+            again.remove(s);
+        }
+        again.settle();
+        assert_eq!(again, Health::default_settled());
     }
 }

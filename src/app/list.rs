@@ -2,7 +2,7 @@
 
 use super::scroll::ScrollList;
 use crate::store::layout::natural_cmp;
-use crate::verdict::{Analysis, Lifecycle, Verdict};
+use crate::verdict::{Lifecycle, Summary, Verdict};
 
 /// Columns the rollout list can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,47 +71,72 @@ impl RolloutList {
         self.rows.get(self.scroll.selected()).copied()
     }
 
+    /// Whether rollout `a` passes the filters (`filter` already lowercased).
+    fn shows(&self, a: &Summary, filter: &str, hide_cleared: bool) -> bool {
+        (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
+            && (!self.masked_only || a.mask_sample)
+            && self
+                .reason
+                .is_none_or(|code| a.reasons.iter().any(|r| r.code() == code))
+            && (filter.is_empty()
+                || a.rollout_id().to_lowercase().contains(filter)
+                || a.reasons
+                    .iter()
+                    .any(|r| r.to_string().to_lowercase().contains(filter)))
+    }
+
+    /// Display order of two rollouts under the current sort.
+    fn order(&self, a: &Summary, b: &Summary) -> std::cmp::Ordering {
+        let order = match self.sort {
+            SortKey::Id => std::cmp::Ordering::Equal,
+            SortKey::State => lifecycle_rank(a.lifecycle).cmp(&lifecycle_rank(b.lifecycle)),
+            SortKey::Calls => a.records.cmp(&b.records),
+            SortKey::Chains => chains(a).cmp(&chains(b)),
+            SortKey::Delivered => delivered(a).total_cmp(&delivered(b)),
+            SortKey::Verdict => verdict_rank(a).cmp(&verdict_rank(b)),
+            SortKey::Reason => first_code(a).cmp(first_code(b)),
+        }
+        .then_with(|| natural_cmp(a.rollout_id(), b.rollout_id()))
+        .then_with(|| a.location.dir.cmp(&b.location.dir));
+        if self.reverse { order.reverse() } else { order }
+    }
+
     /// Recompute the visible rows from sort and filters, keeping the selected rollout
     /// selected. `hide_cleared` hides rollouts whose files are all gone (replay).
-    pub(crate) fn refresh(&mut self, analyses: &[Analysis], hide_cleared: bool) {
+    pub(crate) fn refresh(&mut self, summaries: &[Summary], hide_cleared: bool) {
         let keep = self.selected_rollout();
         let filter = self.filter.to_lowercase();
-        let mut rows: Vec<usize> = (0..analyses.len())
-            .filter(|&i| {
-                let a = &analyses[i];
-                (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
-                    && (!self.masked_only || a.mask_sample)
-                    && self
-                        .reason
-                        .is_none_or(|code| a.reasons.iter().any(|r| r.code() == code))
-                    && (filter.is_empty()
-                        || a.rollout_id().to_lowercase().contains(&filter)
-                        || a.reasons
-                            .iter()
-                            .any(|r| r.to_string().to_lowercase().contains(&filter)))
-            })
+        let mut rows: Vec<usize> = (0..summaries.len())
+            .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))
             .collect();
-        let key = self.sort;
-        rows.sort_by(|&x, &y| {
-            let (a, b) = (&analyses[x], &analyses[y]);
-            let order = match key {
-                SortKey::Id => std::cmp::Ordering::Equal,
-                SortKey::State => lifecycle_rank(a.lifecycle).cmp(&lifecycle_rank(b.lifecycle)),
-                SortKey::Calls => a.capture.records.len().cmp(&b.capture.records.len()),
-                SortKey::Chains => chains(a).cmp(&chains(b)),
-                SortKey::Delivered => delivered(a).total_cmp(&delivered(b)),
-                SortKey::Verdict => verdict_rank(a).cmp(&verdict_rank(b)),
-                SortKey::Reason => first_code(a).cmp(first_code(b)),
-            };
-            order.then_with(|| natural_cmp(a.rollout_id(), b.rollout_id()))
-        });
-        if self.reverse {
-            rows.reverse();
-        }
-        let selected = keep
-            .and_then(|k| rows.iter().position(|&r| r == k))
-            .unwrap_or(0);
+        rows.sort_by(|&x, &y| self.order(&summaries[x], &summaries[y]));
         self.rows = rows;
+        self.reselect(keep);
+    }
+
+    /// Rollout `index` appeared or changed: move just its row (a binary search in the
+    /// sorted rows), keeping the selected rollout selected. The cost does not grow with the
+    /// work of judging the other rollouts: they are not looked at again.
+    pub(crate) fn update(&mut self, index: usize, summaries: &[Summary], hide_cleared: bool) {
+        let keep = self.selected_rollout();
+        if let Some(at) = self.rows.iter().position(|&r| r == index) {
+            self.rows.remove(at);
+        }
+        let summary = &summaries[index];
+        if self.shows(summary, &self.filter.to_lowercase(), hide_cleared) {
+            let at = self
+                .rows
+                .partition_point(|&r| self.order(&summaries[r], summary).is_lt());
+            self.rows.insert(at, index);
+        }
+        self.reselect(keep);
+    }
+
+    /// Select `keep` again where it now is (else the first row).
+    fn reselect(&mut self, keep: Option<usize>) {
+        let selected = keep
+            .and_then(|k| self.rows.iter().position(|&r| r == k))
+            .unwrap_or(0);
         self.scroll.set_len(self.rows.len());
         self.scroll.select(selected);
     }
@@ -136,7 +161,7 @@ impl RolloutList {
 }
 
 /// Mask reason codes present in `analyses`, in first-seen order.
-pub(crate) fn reason_codes(analyses: &[Analysis]) -> Vec<&'static str> {
+pub(crate) fn reason_codes(analyses: &[Summary]) -> Vec<&'static str> {
     let mut codes = Vec::new();
     for analysis in analyses {
         for reason in &analysis.reasons {
@@ -157,7 +182,7 @@ fn lifecycle_rank(l: Lifecycle) -> u8 {
     }
 }
 
-fn verdict_rank(a: &Analysis) -> u8 {
+fn verdict_rank(a: &Summary) -> u8 {
     match (a.verdict, a.mask_sample) {
         (Verdict::Masked, _) => 0,
         (Verdict::Pending, true) => 1,
@@ -166,17 +191,15 @@ fn verdict_rank(a: &Analysis) -> u8 {
     }
 }
 
-fn chains(a: &Analysis) -> usize {
-    a.build.as_ref().map_or(0, |b| b.chains.len())
+fn chains(a: &Summary) -> usize {
+    a.chains.unwrap_or(0)
 }
 
-fn delivered(a: &Analysis) -> f64 {
-    a.build
-        .as_ref()
-        .map_or(-1.0, |b| b.notes.delivered_fraction)
+fn delivered(a: &Summary) -> f64 {
+    a.delivered.unwrap_or(-1.0)
 }
 
-fn first_code(a: &Analysis) -> &'static str {
+fn first_code(a: &Summary) -> &'static str {
     a.first_reason().map_or("", |r| r.code())
 }
 
@@ -184,11 +207,14 @@ fn first_code(a: &Analysis) -> &'static str {
 mod tests {
     use super::*;
 
-    fn demo() -> Vec<Analysis> {
+    fn demo() -> Vec<Summary> {
         crate::load::demo_store_analyses()
+            .iter()
+            .map(Summary::of)
+            .collect()
     }
 
-    fn ids<'a>(list: &RolloutList, analyses: &'a [Analysis]) -> Vec<&'a str> {
+    fn ids<'a>(list: &RolloutList, analyses: &'a [Summary]) -> Vec<&'a str> {
         list.rows
             .iter()
             .map(|&i| analyses[i].rollout_id())
@@ -248,5 +274,37 @@ mod tests {
             list.sort_next();
         }
         assert_eq!(list.sort, SortKey::Id);
+    }
+
+    #[test]
+    fn moving_one_row_agrees_with_sorting_everything() {
+        let mut summaries = demo();
+        for (sort, reverse, masked_only) in [
+            (SortKey::Verdict, false, false),
+            (SortKey::Calls, true, false),
+            (SortKey::Delivered, false, true),
+        ] {
+            let mut incremental = RolloutList::new(5);
+            incremental.sort = sort;
+            incremental.reverse = reverse;
+            incremental.masked_only = masked_only;
+            // Rollouts arrive one by one, then change: flip each one's verdict in turn.
+            let mut seen = Vec::new();
+            for (index, summary) in summaries.iter().enumerate() {
+                seen.push(summary.clone());
+                incremental.update(index, &seen, false);
+            }
+            for index in 0..summaries.len() {
+                summaries[index].mask_sample = !summaries[index].mask_sample;
+                summaries[index].records += index;
+                incremental.update(index, &summaries, false);
+            }
+            let mut full = RolloutList::new(5);
+            full.sort = sort;
+            full.reverse = reverse;
+            full.masked_only = masked_only;
+            full.refresh(&summaries, false);
+            assert_eq!(incremental.rows, full.rows, "{sort:?} reverse {reverse}");
+        }
     }
 }

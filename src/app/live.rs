@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{App, Notice};
 use crate::live::StoreEvent;
-use crate::verdict::{Analysis, Lifecycle};
+use crate::verdict::{Lifecycle, Summary};
 
 /// How long a changed rollout stays highlighted.
 pub(crate) const HIGHLIGHT: Duration = Duration::from_secs(2);
@@ -22,10 +22,12 @@ pub struct Live {
     pub pending: Vec<StoreEvent>,
     /// The initial scan is complete.
     pub ready: bool,
+    /// The initial scan's progress: rollouts read, of how many.
+    pub progress: Option<(usize, usize)>,
     /// Rollouts that changed recently (index into the analyses), for a brief highlight.
     pub recent: HashMap<usize, Instant>,
-    /// When each in-flight call was first seen (rollout index, call id).
-    pub in_flight_since: HashMap<(usize, String), Instant>,
+    /// When each in-flight call was first seen, by rollout index and call id.
+    pub in_flight_since: HashMap<usize, HashMap<String, Instant>>,
     /// Followed directories that were deleted or renamed away (until they are back).
     pub gone: std::collections::BTreeSet<std::path::PathBuf>,
 }
@@ -58,21 +60,24 @@ impl Live {
         }
     }
 
-    /// Rollout `index` changed to `analysis`: highlight it, and note when each call now in
-    /// flight was first seen (forgetting those that landed).
-    pub fn changed(&mut self, index: usize, analysis: &Analysis, now: Instant) {
+    /// Rollout `index` changed to `summary`: highlight it, and note when each call now in
+    /// flight was first seen (forgetting those that landed). Only that rollout's calls are
+    /// looked at.
+    pub fn changed(&mut self, index: usize, summary: &Summary, now: Instant) {
         self.recent.insert(index, now);
-        let open: Vec<&str> = if analysis.lifecycle == Lifecycle::Live {
-            analysis.capture.open_intents()
+        let open: &[String] = if summary.lifecycle == Lifecycle::Live {
+            &summary.open_intents
         } else {
-            Vec::new()
+            &[]
         };
-        self.in_flight_since
-            .retain(|(i, call), _| *i != index || open.contains(&call.as_str()));
+        if open.is_empty() {
+            self.in_flight_since.remove(&index);
+            return;
+        }
+        let since = self.in_flight_since.entry(index).or_default();
+        since.retain(|call, _| open.contains(call));
         for call in open {
-            self.in_flight_since
-                .entry((index, call.to_owned()))
-                .or_insert(now);
+            since.entry(call.clone()).or_insert(now);
         }
     }
 
@@ -89,6 +94,15 @@ impl Live {
 impl App {
     /// Take in changes from the watcher (held back while paused or replaying).
     pub(super) fn apply(&mut self, mut events: Vec<StoreEvent>) -> bool {
+        // Every rollout read for replay: replay starts (never held back).
+        if let Some(at) = events.iter().position(|e| matches!(e, StoreEvent::All(_))) {
+            if let StoreEvent::All(analyses) = events.remove(at) {
+                self.replay_with(analyses);
+            }
+            if events.is_empty() {
+                return true;
+            }
+        }
         if events.is_empty() || self.live.hold(&mut events, self.replay.is_some()) {
             return false;
         }
@@ -96,31 +110,32 @@ impl App {
         let mut kept = None;
         for event in events {
             match event {
-                StoreEvent::Updated(analysis) => {
-                    let index = match self
-                        .analyses
-                        .iter()
-                        .position(|a| a.capture.location == analysis.capture.location)
+                StoreEvent::Updated(summary) => {
+                    let index = self.take_summary(*summary);
+                    if Some(index) != open {
+                        // Stale now; the watcher sends a fresh one if it is looked at.
+                        self.details.remove(index);
+                    }
+                    self.live.changed(index, &self.rollouts[index], self.now);
+                }
+                StoreEvent::Detail(analysis) => {
+                    let location = &analysis.capture.location;
+                    if let Some(view) = &self.view
+                        && kept.is_none()
+                        && self
+                            .rollouts
+                            .get(view.index)
+                            .is_some_and(|s| &s.location == location)
+                        && let Some(before) = self.details.get(view.index)
                     {
-                        Some(index) => {
-                            if Some(index) == open
-                                && kept.is_none()
-                                && let Some(view) = &self.view
-                            {
-                                kept = Some(view.keep(&self.analyses[index]));
-                            }
-                            self.analyses[index] = *analysis;
-                            index
-                        }
-                        None => {
-                            self.analyses.push(*analysis);
-                            self.analyses.len() - 1
-                        }
-                    };
-                    self.live.changed(index, &self.analyses[index], self.now);
+                        kept = Some(view.keep(before));
+                    }
+                    self.take_detail(*analysis);
                 }
                 StoreEvent::Error(error) => self.message = Some(Notice::Store(error)),
                 StoreEvent::Ready => self.live.ready = true,
+                StoreEvent::All(_) => {}
+                StoreEvent::Progress { read, total } => self.live.progress = Some((read, total)),
                 StoreEvent::StoreGone(dir) => {
                     self.message = Some(Notice::StoreGone(dir.clone()));
                     self.live.gone.insert(dir);

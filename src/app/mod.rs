@@ -7,6 +7,7 @@
 //! which the drawing side computes; what it tells the user is a typed [`Notice`].
 
 pub mod action;
+pub mod details;
 pub mod export;
 pub mod health;
 pub mod list;
@@ -30,7 +31,9 @@ pub use replay::{JumpTarget, ReplayState};
 pub use rollout::{RolloutView, TokenView, WhatIf};
 
 use crate::live::StoreEvent;
-use crate::verdict::{Analysis, VerdictOptions};
+use crate::store::RolloutLocation;
+use crate::verdict::{Analysis, Summary, VerdictOptions};
+pub use details::Details;
 use health::Health;
 
 /// The panes, in Tab order.
@@ -141,8 +144,20 @@ pub enum Message {
 pub struct App {
     /// Store directories shown.
     pub stores: Vec<PathBuf>,
-    /// Every rollout, analyzed.
-    pub analyses: Vec<Analysis>,
+    /// Every rollout, summarized (what the list, header and health need).
+    pub rollouts: Vec<Summary>,
+    /// The longest rollout id (for the list's column).
+    pub longest_id: usize,
+    /// The index of each rollout in `rollouts`.
+    index_of: std::collections::HashMap<RolloutLocation, usize>,
+    /// Full analyses of the rollouts being looked at.
+    pub details: Details,
+    /// The rollouts whose details were last asked of the watcher.
+    requested: Vec<RolloutLocation>,
+    /// Replay was asked for and waits for every rollout's analysis from the watcher.
+    replay_wanted: bool,
+    /// Replay was asked for and the watcher not told yet.
+    replay_requested: bool,
     /// Options the rollouts were analyzed with.
     pub options: VerdictOptions,
     /// The rollout list.
@@ -169,7 +184,7 @@ pub struct App {
     pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
     /// Show decoded text (instead of ids) in the token cells.
     pub show_text: bool,
-    /// Store-wide health, kept up to date with `analyses`.
+    /// Store-wide health, kept up to date with `rollouts` by difference.
     pub health: Health,
     /// Raise an alarm when the masked fraction of frozen rollouts exceeds this.
     pub max_mask_fraction: Option<f64>,
@@ -182,17 +197,33 @@ pub struct App {
 }
 
 impl App {
-    /// A new app over analyzed rollouts.
+    /// A new app over analyzed rollouts, all of them held in full.
     pub fn new(
         stores: Vec<PathBuf>,
         analyses: Vec<Analysis>,
         options: VerdictOptions,
         viewport: Viewport,
     ) -> App {
+        let rollouts: Vec<Summary> = analyses.iter().map(Summary::of).collect();
+        let index_of = rollouts
+            .iter()
+            .enumerate()
+            .map(|(index, s)| (s.location.clone(), index))
+            .collect();
         let mut app = App {
             stores,
-            health: Health::of(&analyses),
-            analyses,
+            health: Health::of(&rollouts),
+            longest_id: rollouts
+                .iter()
+                .map(|s| s.rollout_id().len())
+                .max()
+                .unwrap_or(0),
+            rollouts,
+            index_of,
+            details: Details::all(analyses),
+            requested: Vec::new(),
+            replay_wanted: false,
+            replay_requested: false,
             options,
             list: RolloutList::new(viewport.list_rows),
             view: None,
@@ -215,11 +246,18 @@ impl App {
         app
     }
 
-    /// A live app: no rollouts yet; they arrive as [`Message::Store`].
+    /// A live app: no rollouts yet; their summaries arrive as [`Message::Store`], and the
+    /// full analyses of those looked at when asked for ([`App::detail_requests`]).
     pub fn new_live(stores: Vec<PathBuf>, options: VerdictOptions, viewport: Viewport) -> App {
         let mut app = App::new(stores, Vec::new(), options, viewport);
+        app.details = Details::bounded(details::DETAIL_CACHE);
         app.live = Live::watching();
         app
+    }
+
+    /// The full analysis of the open rollout (as built, without what-if).
+    fn base(&self) -> Option<&Analysis> {
+        self.details.get(self.view.as_ref()?.index)
     }
 
     /// Decode token ids with `detok` (and show text in the token cells).
@@ -232,7 +270,7 @@ impl App {
     /// The analysis shown in the panes: the what-if when active, else the rollout as built.
     pub fn shown(&self) -> Option<&Analysis> {
         let view = self.view.as_ref()?;
-        Some(view.shown(&self.analyses[view.index]))
+        Some(view.shown(self.base()?))
     }
 
     /// The node selected in the tree, if the selected row is a node.
@@ -243,7 +281,7 @@ impl App {
     /// The record selected in the tree (node or set-aside row).
     pub fn selected_record(&self) -> Option<usize> {
         let view = self.view.as_ref()?;
-        view.selected_record(&self.analyses[view.index])
+        view.selected_record(self.base()?)
     }
 
     /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
@@ -254,12 +292,17 @@ impl App {
             .as_ref()
             .and_then(|v| v.new_records)
             .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT);
-        highlight || !self.live.recent.is_empty() || !self.live.in_flight_since.is_empty()
+        // Ages of calls in flight are shown for the open rollout only.
+        let ages = self
+            .view
+            .as_ref()
+            .is_some_and(|v| self.live.in_flight_since.contains_key(&v.index));
+        highlight || !self.live.recent.is_empty() || ages
     }
 
     /// Mask reason codes present in the store, in first-seen order.
     pub(crate) fn reason_codes(&self) -> Vec<&'static str> {
-        list::reason_codes(&self.analyses)
+        list::reason_codes(&self.rollouts)
     }
 
     /// Handle one message; whether anything on screen may have changed.
@@ -357,14 +400,17 @@ impl App {
             Action::Divergence => self.show_divergence(),
             Action::PinTerminal => self.pin_terminal(),
             Action::ToggleAttributed => {
-                let Some(view) = &self.view else { return };
-                let mut options = view.current_options(&self.analyses[view.index]);
+                let (Some(view), Some(base)) = (&self.view, self.base()) else {
+                    return;
+                };
+                let mut options = view.current_options(base);
                 options.mask_incomplete_when_attributed = !options.mask_incomplete_when_attributed;
                 self.what_if(options);
             }
             Action::ClearWhatIf => {
                 if let Some(view) = &mut self.view
-                    && view.clear_what_if(&self.analyses[view.index])
+                    && let Some(base) = self.details.get(view.index)
+                    && view.clear_what_if(base)
                 {
                     self.message = Some(Notice::WhatIfCleared);
                 }
@@ -462,15 +508,18 @@ impl App {
 
     /// Run `f` on the open view with its rollout as built.
     fn with_view(&mut self, f: impl FnOnce(&mut RolloutView, &Analysis)) {
-        if let Some(view) = &mut self.view {
-            f(view, &self.analyses[view.index]);
+        if let Some(view) = &mut self.view
+            && let Some(base) = self.details.get(view.index)
+        {
+            f(view, base);
         }
     }
 
     /// Run `f` on the open view; its notice, if any, becomes the message.
     fn notice_from_view(&mut self, f: impl FnOnce(&mut RolloutView, &Analysis) -> Option<Notice>) {
         if let Some(view) = &mut self.view
-            && let Some(notice) = f(view, &self.analyses[view.index])
+            && let Some(base) = self.details.get(view.index)
+            && let Some(notice) = f(view, base)
         {
             self.message = Some(notice);
         }
@@ -572,7 +621,10 @@ impl App {
     /// Select a call by id in the tree (and so in the token pane and inspector).
     pub(crate) fn select_call(&mut self, call: &str) {
         let Some(view) = &mut self.view else { return };
-        match view.select_call(&self.analyses[view.index], call) {
+        let Some(base) = self.details.get(view.index) else {
+            return;
+        };
+        match view.select_call(base, call) {
             Ok(()) => self.focus = Pane::Tree,
             Err(notice) => self.message = Some(notice),
         }
@@ -589,8 +641,9 @@ impl App {
     }
 
     fn pin_terminal(&mut self) {
-        let Some(view) = &self.view else { return };
-        let base = &self.analyses[view.index];
+        let (Some(view), Some(base)) = (&self.view, self.base()) else {
+            return;
+        };
         let Some(record) = view.selected_record(base) else {
             self.message = Some(Notice::SelectACall);
             return;
@@ -670,7 +723,7 @@ impl App {
 
     /// Recompute the list's rows (keeping the selected rollout) and open the selection.
     fn refresh_list(&mut self) {
-        self.list.refresh(&self.analyses, self.replay.is_some());
+        self.list.refresh(&self.rollouts, self.replay.is_some());
         self.open_selected();
     }
 
@@ -683,23 +736,27 @@ impl App {
         if self.view.as_ref().is_some_and(|v| v.index == index) {
             return;
         }
-        self.view = Some(RolloutView::open(
-            index,
-            &self.analyses[index],
-            &self.viewport,
-        ));
+        self.details.touch(index);
+        // Not read yet: the view opens when the watcher's answer arrives.
+        self.view = self
+            .details
+            .get(index)
+            .map(|analysis| RolloutView::open(index, analysis, &self.viewport));
     }
 
     /// After rollouts changed: health, list, and the open view (kept where it was).
     fn after_change(&mut self, kept: Option<rollout::Kept>) {
-        self.health = Health::of(&self.analyses);
-        self.list.refresh(&self.analyses, self.replay.is_some());
+        self.health.settle();
         match (kept, &mut self.view) {
             (Some(kept), Some(view)) if self.list.selected_rollout() == Some(view.index) => {
-                view.refresh(kept, &self.analyses[view.index], self.now);
+                if let Some(base) = self.details.get(view.index) {
+                    view.refresh(kept, base, self.now);
+                }
             }
             _ => self.open_selected(),
         }
+        let keep = self.looked_at();
+        self.details.trim(&keep);
     }
 
     /// Advance the clock: replay play, highlight expiry. Whether anything changed.

@@ -26,6 +26,8 @@ pub enum Notice {
     LiveOnly,
     /// Replay started.
     ReplayOn,
+    /// Replay waits for every rollout to be read.
+    ReplayReading,
     /// Replay ended.
     ReplayOff,
     /// Enter on a graph line that is no model call.

@@ -3,17 +3,17 @@
 
 use std::time::Instant;
 
-use super::{App, Notice};
+use super::{App, Details, Notice};
 use crate::live::replay::Replay;
-use crate::verdict::{Analysis, VerdictOptions};
+use crate::verdict::{Analysis, Summary, VerdictOptions};
 
 /// Replay state.
 #[derive(Debug)]
 pub struct ReplayState {
     /// The timeline.
     pub replay: Replay,
-    /// The analyses as they were before replay started.
-    pub original: Vec<Analysis>,
+    /// The rollouts as they were before replay started (given back when it ends).
+    pub original: Option<(Vec<Summary>, Details)>,
     /// Playing at this speed (1, 10, 100), or paused.
     pub playing: Option<f64>,
     /// Speed used by the next play.
@@ -52,14 +52,14 @@ impl JumpTarget {
 
 impl ReplayState {
     /// Replay `analyses`, starting at the present (step back from here).
-    pub fn start(analyses: Vec<Analysis>, options: VerdictOptions) -> ReplayState {
+    pub fn start(analyses: &[&Analysis], options: VerdictOptions) -> ReplayState {
         let captures = analyses.iter().map(|a| a.capture.clone()).collect();
         let mut replay = Replay::new(captures, options);
         let end = replay.len();
         replay.seek(end);
         ReplayState {
             replay,
-            original: analyses,
+            original: None,
             playing: None,
             speed: 10.0,
             anchor: None,
@@ -166,8 +166,13 @@ impl App {
 
     pub(super) fn toggle_replay(&mut self) {
         if let Some(replay) = self.replay.take() {
-            self.analyses = replay.original;
+            if let Some((rollouts, details)) = replay.original {
+                self.health = super::Health::of(&rollouts);
+                self.rollouts = rollouts;
+                self.details = details;
+            }
             self.view = None;
+            self.list.refresh(&self.rollouts, false);
             self.after_change(None);
             // Catch up with what the watcher sent meanwhile.
             let pending = std::mem::take(&mut self.live.pending);
@@ -175,10 +180,48 @@ impl App {
             self.message = Some(Notice::ReplayOff);
             return;
         }
-        self.replay = Some(ReplayState::start(
-            self.analyses.clone(),
-            self.options.clone(),
-        ));
+        if !self.details.holds_all() {
+            // Replay needs every rollout's records: the watcher reads them (see
+            // [`App::replay_request`]) and replay starts when they arrive.
+            if !self.replay_wanted {
+                self.replay_wanted = true;
+                self.replay_requested = true;
+            }
+            self.message = Some(Notice::ReplayReading);
+            return;
+        }
+        let analyses: Option<Vec<&Analysis>> = (0..self.rollouts.len())
+            .map(|index| self.details.get(index))
+            .collect();
+        let Some(analyses) = analyses else { return };
+        let mut replay = ReplayState::start(&analyses, self.options.clone());
+        replay.original = Some((self.rollouts.clone(), self.details.clone()));
+        self.replay = Some(replay);
+        self.message = Some(Notice::ReplayOn);
+    }
+
+    /// Every rollout's analysis arrived for replay (see [`App::replay_request`]): start it.
+    pub(super) fn replay_with(&mut self, analyses: Vec<Analysis>) {
+        self.replay_wanted = false;
+        for analysis in &analyses {
+            self.take_summary(Summary::of(analysis));
+        }
+        let mut ordered: Vec<Option<Analysis>> = vec![None; self.rollouts.len()];
+        for analysis in analyses {
+            if let Some(&index) = self.index_of.get(&analysis.capture.location) {
+                ordered[index] = Some(analysis);
+            }
+        }
+        let Some(ordered) = ordered.into_iter().collect::<Option<Vec<Analysis>>>() else {
+            return;
+        };
+        let mut replay =
+            ReplayState::start(&ordered.iter().collect::<Vec<_>>(), self.options.clone());
+        let before = std::mem::replace(&mut self.details, Details::all(ordered));
+        replay.original = Some((self.rollouts.clone(), before));
+        self.replay = Some(replay);
+        self.view = None;
+        self.after_change(None);
         self.message = Some(Notice::ReplayOn);
     }
 
@@ -230,15 +273,20 @@ impl App {
         if rollouts.is_empty() {
             return;
         }
+        let analyses: Vec<Analysis> = rollouts
+            .iter()
+            .map(|&rollout| replay.replay.analysis_at(rollout))
+            .collect();
         let open = self.view.as_ref().map(|v| v.index);
         let mut kept = None;
-        for &rollout in rollouts {
+        for (&rollout, analysis) in rollouts.iter().zip(analyses) {
             if Some(rollout) == open
                 && let Some(view) = &self.view
+                && let Some(before) = self.details.get(rollout)
             {
-                kept = Some(view.keep(&self.analyses[rollout]));
+                kept = Some(view.keep(before));
             }
-            self.analyses[rollout] = replay.replay.analysis_at(rollout);
+            self.take_detail(analysis);
             self.live.recent.insert(rollout, self.now);
         }
         self.after_change(kept);
@@ -268,7 +316,10 @@ mod tests {
     #[test]
     fn steps_play_and_jumps_move_the_timeline() {
         let analyses = demo();
-        let mut replay = ReplayState::start(analyses, VerdictOptions::default());
+        let mut replay = ReplayState::start(
+            &analyses.iter().collect::<Vec<_>>(),
+            VerdictOptions::default(),
+        );
         let end = replay.replay.len();
         assert!(end > 3);
         assert_eq!(replay.replay.position(), end, "starts at the present");

@@ -42,7 +42,7 @@ fn type_text(app: &mut App, text: &str) {
 fn open_id(app: &App) -> Option<&str> {
     app.view
         .as_ref()
-        .map(|v| app.analyses[v.index].rollout_id())
+        .map(|v| app.rollouts[v.index].rollout_id())
 }
 
 #[test]
@@ -70,8 +70,8 @@ fn the_filter_prompt_edits_and_filters() {
     assert_eq!(app.mode, Mode::Filter);
     type_text(&mut app, "mismatch");
     assert!(app.list.rows.iter().all(|&i| {
-        app.analyses[i].rollout_id().contains("mismatch")
-            || app.analyses[i]
+        app.rollouts[i].rollout_id().contains("mismatch")
+            || app.rollouts[i]
                 .reasons
                 .iter()
                 .any(|r| r.to_string().contains("mismatch"))
@@ -209,20 +209,30 @@ fn live_changes_wait_while_paused() {
     assert!(app.view.is_none());
     let last = analyses.pop().expect("a rollout");
     app.update(Message::Store(
-        analyses
-            .into_iter()
-            .map(|a| StoreEvent::Updated(Box::new(a)))
-            .collect(),
+        analyses.iter().map(StoreEvent::updated).collect(),
     ));
-    let count = app.analyses.len();
-    assert!(app.view.is_some(), "the first rollout opens as it arrives");
+    let count = app.rollouts.len();
+    // Summaries only: the selected rollout's analysis is asked of the watcher, once.
+    assert!(app.view.is_none() && app.loading());
+    let wanted = app.detail_requests().expect("the selection is asked for");
+    assert_eq!(wanted[0], analyses[0].capture.location);
+    assert_eq!(wanted.len(), 2, "the selected rollout and the one after it");
+    assert_eq!(app.detail_requests(), None, "asked once");
+    app.update(Message::Store(vec![StoreEvent::Detail(Box::new(
+        analyses[0].clone(),
+    ))]));
+    assert!(
+        app.view.is_some(),
+        "the rollout opens when its analysis arrives"
+    );
+    assert!(app.details.len() <= super::details::DETAIL_CACHE);
     act(&mut app, Action::Pause);
     assert!(app.live.paused);
-    app.update(Message::Store(vec![StoreEvent::Updated(Box::new(last))]));
-    assert_eq!(app.analyses.len(), count, "held back");
+    app.update(Message::Store(vec![StoreEvent::updated(&last)]));
+    assert_eq!(app.rollouts.len(), count, "held back");
     assert_eq!(app.live.pending.len(), 1);
     act(&mut app, Action::Pause);
-    assert_eq!(app.analyses.len(), count + 1);
+    assert_eq!(app.rollouts.len(), count + 1);
     let now = app.now;
     assert!(!app.live.recent.is_empty());
     assert!(app.update(Message::Tick(now + Duration::from_secs(10))));
@@ -232,17 +242,13 @@ fn live_changes_wait_while_paused() {
 #[test]
 fn replay_steps_and_returns_to_the_present() {
     let mut app = demo();
-    let present: Vec<usize> = app
-        .analyses
-        .iter()
-        .map(|a| a.capture.records.len())
-        .collect();
+    let present: Vec<usize> = app.rollouts.iter().map(|a| a.records).collect();
     app.start_replay();
     assert!(app.replay.is_some());
-    let records: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    let records: usize = app.rollouts.iter().map(|a| a.records).sum();
     assert_eq!(records, 1, "one call in");
     act(&mut app, Action::StepForward);
-    let records: usize = app.analyses.iter().map(|a| a.capture.records.len()).sum();
+    let records: usize = app.rollouts.iter().map(|a| a.records).sum();
     assert_eq!(records, 2);
     act(&mut app, Action::Jump);
     type_text(&mut app, "no-such-call");
@@ -255,11 +261,7 @@ fn replay_steps_and_returns_to_the_present() {
     assert_eq!(app.replay.as_ref().and_then(|r| r.playing), None, "ended");
     act(&mut app, Action::ToggleReplay);
     assert!(app.replay.is_none());
-    let now: Vec<usize> = app
-        .analyses
-        .iter()
-        .map(|a| a.capture.records.len())
-        .collect();
+    let now: Vec<usize> = app.rollouts.iter().map(|a| a.records).collect();
     assert_eq!(now, present);
     act(&mut app, Action::StepBack);
     assert_eq!(app.message, Some(Notice::ReplayOnly));
@@ -281,7 +283,7 @@ fn the_tree_drives_the_tokens_and_the_what_if() {
     assert_eq!(
         what_if.options.terminal_call_id.as_deref(),
         Some(
-            app.analyses[view.index].capture.records[record]
+            app.details.get(view.index).expect("held").capture.records[record]
                 .model_call_id
                 .as_str()
         )

@@ -1,9 +1,12 @@
 //! Live monitoring: following a store while it is written, and replaying a recorded one.
 //!
-//! [`LiveStore`] keeps, per rollout, the bytes of its files (read incrementally) and the
-//! parsed lines, so a change costs the new bytes plus one rebuild of that rollout. The
-//! [`watch`] thread drives it from file-system events (or polling) and sends the rebuilt
-//! analyses to the UI over a channel; the UI thread never reads a file.
+//! [`LiveStore`] keeps, per rollout, what identifies the version of each file it read
+//! (inode, size, times). Only the rollouts that changed recently are kept *hot* — their
+//! bytes (read incrementally) and parsed lines — so an append to one of them costs the new
+//! bytes plus one rebuild; the others hold nothing and are read whole again, from the page
+//! cache, when they change or are looked at. The [`watch`] thread drives it from file-system
+//! events (or polling) and sends each changed rollout's [`Summary`] to the UI, and the full
+//! analysis of the rollouts the UI looks at; the UI thread never reads a file.
 
 pub mod demo;
 pub mod replay;
@@ -17,7 +20,7 @@ use crate::observe::Rows;
 use crate::store::layout::{FileKind, classify, natural_cmp};
 use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
 use crate::store::{RolloutLocation, StoreDirError};
-use crate::verdict::{Analysis, VerdictOptions, analyze};
+use crate::verdict::{Analysis, Summary, VerdictOptions, analyze};
 use tail::{Change, FileTail};
 
 /// One rollout followed incrementally.
@@ -46,8 +49,53 @@ impl LiveRollout {
         }
     }
 
+    /// Drop the bytes, parsed lines and digests: the rollout is no longer followed closely
+    /// (the files' stamps are kept, so an unchanged rollout is still not read).
+    pub(crate) fn cool(&mut self) {
+        for tail in self.tails_mut() {
+            tail.forget();
+        }
+        self.cache.clear();
+        self.memo.clear();
+    }
+
+    /// Bytes of file content held (0 once cooled).
+    pub fn resident_bytes(&self) -> usize {
+        [&self.state, &self.intents, &self.records, &self.sentinel]
+            .iter()
+            .map(|tail| tail.bytes().map_or(0, <[u8]>::len))
+            .sum()
+    }
+
+    fn tails_mut(&mut self) -> [&mut FileTail; 4] {
+        [
+            &mut self.state,
+            &mut self.intents,
+            &mut self.records,
+            &mut self.sentinel,
+        ]
+    }
+
+    /// The analysis now, reading the files of a cooled rollout again.
+    pub(crate) fn analyze_now(&mut self, options: &VerdictOptions) -> Analysis {
+        let mut reread = false;
+        for tail in self.tails_mut() {
+            if tail.is_cold() {
+                tail.reload();
+                reread = true;
+            }
+        }
+        if reread {
+            self.cache.clear();
+            self.memo.clear();
+        }
+        self.analyze(options)
+    }
+
     /// Read what changed; `Some(analysis)` when anything did.
     pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
+        // A cooled rollout read again must be read whole: its parsed lines are gone too.
+        let cold = self.records.is_cold();
         let mut changed = false;
         // State first: the records file then holds at least what the state's index covers,
         // so a writer caught between its two writes never looks like a bad index.
@@ -65,7 +113,14 @@ impl LiveRollout {
                 self.memo.clear();
             }
         }
-        changed.then(|| self.analyze(options))
+        if !changed {
+            return None;
+        }
+        Some(if cold {
+            self.analyze_now(options)
+        } else {
+            self.analyze(options)
+        })
     }
 
     /// Files of the rollout that cannot be read, as read issues.
@@ -108,8 +163,19 @@ impl LiveRollout {
 /// What changed in a store.
 #[derive(Clone, Debug)]
 pub enum StoreEvent {
-    /// A rollout appeared or changed: its new analysis.
-    Updated(Box<Analysis>),
+    /// A rollout appeared or changed: its new summary.
+    Updated(Box<Summary>),
+    /// The full analysis of a rollout the UI looks at (asked for, or changed).
+    Detail(Box<Analysis>),
+    /// Every rollout's analysis, read for replay (asked with [`watch::Watch::replay`]).
+    All(Vec<Analysis>),
+    /// The first scan: rollouts read so far, of how many.
+    Progress {
+        /// Rollouts read.
+        read: usize,
+        /// Rollouts found.
+        total: usize,
+    },
     /// A store directory could not be read.
     Error(String),
     /// The initial scan is complete.
@@ -120,11 +186,28 @@ pub enum StoreEvent {
     StoreBack(PathBuf),
 }
 
+impl StoreEvent {
+    /// The summary event of `analysis`.
+    pub fn updated(analysis: &Analysis) -> StoreEvent {
+        StoreEvent::Updated(Box::new(Summary::of(analysis)))
+    }
+}
+
+/// How many rollouts are kept hot (bytes and parsed lines held, so an append costs only
+/// itself), and how many bytes of files they may hold together: whichever bound comes first.
+pub const HOT_ROLLOUTS: usize = 64;
+/// See [`HOT_ROLLOUTS`].
+pub const HOT_BYTES: usize = 96 << 20;
+
 /// Every rollout of some store directories, followed incrementally.
 #[derive(Debug)]
 pub struct LiveStore {
     dirs: Vec<PathBuf>,
     rollouts: HashMap<RolloutLocation, LiveRollout>,
+    /// The hot rollouts, least recently changed first.
+    hot: std::collections::VecDeque<RolloutLocation>,
+    /// The rollouts the UI looks at: their full analyses are sent.
+    focus: Vec<RolloutLocation>,
     options: VerdictOptions,
     row_paths: Vec<PathBuf>,
     rows: Rows,
@@ -150,6 +233,8 @@ impl LiveStore {
         let mut store = LiveStore {
             dirs,
             rollouts: HashMap::new(),
+            hot: Default::default(),
+            focus: Vec::new(),
             options,
             row_paths,
             rows: Rows::default(),
@@ -177,15 +262,114 @@ impl LiveStore {
         &self.rows
     }
 
-    /// Rows changed: read them again and judge every rollout anew.
-    pub(crate) fn rows_changed(&mut self) -> Vec<Analysis> {
+    /// Rows changed: read them again and judge every rollout anew (cooled rollouts are
+    /// read again, one at a time, and cooled again).
+    pub(crate) fn rows_changed(&mut self) -> Vec<StoreEvent> {
         self.reload_rows();
-        let mut changes = Vec::new();
-        for (location, rollout) in &mut self.rollouts {
-            let options = crate::load::options_for(&self.options, &self.rows, location);
-            changes.push(rollout.analyze(&options));
+        let locations: Vec<RolloutLocation> = self.rollouts.keys().cloned().collect();
+        let mut events = Vec::new();
+        for location in locations {
+            let options = crate::load::options_for(&self.options, &self.rows, &location);
+            let Some(rollout) = self.rollouts.get_mut(&location) else {
+                continue;
+            };
+            let was_cold = rollout.records.is_cold();
+            let analysis = rollout.analyze_now(&options);
+            if was_cold {
+                rollout.cool();
+            }
+            self.emit(analysis, &mut events);
         }
-        changes
+        events
+    }
+
+    /// The events of a changed rollout: its summary, and its analysis when looked at.
+    fn emit(&self, analysis: Analysis, events: &mut Vec<StoreEvent>) {
+        events.push(StoreEvent::updated(&analysis));
+        if self.focus.contains(&analysis.capture.location) {
+            events.push(StoreEvent::Detail(Box::new(analysis)));
+        }
+    }
+
+    /// The UI now looks at `focus`: the full analyses of those it did not look at before.
+    pub fn set_focus(&mut self, focus: Vec<RolloutLocation>) -> Vec<StoreEvent> {
+        let new: Vec<RolloutLocation> = focus
+            .iter()
+            .filter(|l| !self.focus.contains(l))
+            .cloned()
+            .collect();
+        self.focus = focus;
+        let mut events = Vec::new();
+        for location in new {
+            let options = crate::load::options_for(&self.options, &self.rows, &location);
+            if let Some(rollout) = self.rollouts.get_mut(&location) {
+                let analysis = rollout.analyze_now(&options);
+                self.warm(&location);
+                events.push(StoreEvent::Detail(Box::new(analysis)));
+            }
+        }
+        events
+    }
+
+    /// Rollout `location` just changed or is looked at: keep it hot, cooling the least
+    /// recently changed beyond [`HOT_ROLLOUTS`] / [`HOT_BYTES`] (never one looked at).
+    fn warm(&mut self, location: &RolloutLocation) {
+        if let Some(at) = self.hot.iter().position(|l| l == location) {
+            self.hot.remove(at);
+        }
+        self.hot.push_back(location.clone());
+        let mut held: usize = self
+            .hot
+            .iter()
+            .filter_map(|l| self.rollouts.get(l))
+            .map(LiveRollout::resident_bytes)
+            .sum();
+        let mut at = 0;
+        while (self.hot.len() > HOT_ROLLOUTS || held > HOT_BYTES) && at + 1 < self.hot.len() {
+            if self.focus.contains(&self.hot[at]) {
+                at += 1;
+                continue;
+            }
+            let Some(coolest) = self.hot.remove(at) else {
+                break;
+            };
+            if let Some(rollout) = self.rollouts.get_mut(&coolest) {
+                held = held.saturating_sub(rollout.resident_bytes());
+                rollout.cool();
+            }
+        }
+    }
+
+    /// Bytes of file content held by every followed rollout (bounded by [`HOT_BYTES`] plus
+    /// the rollouts looked at, whatever the store's size).
+    pub fn resident_bytes(&self) -> usize {
+        self.rollouts
+            .values()
+            .map(LiveRollout::resident_bytes)
+            .sum()
+    }
+
+    /// Every rollout's analysis now (for replay); cooled rollouts are read and cooled again.
+    pub fn analyze_all(&mut self) -> Vec<Analysis> {
+        let mut locations: Vec<RolloutLocation> = self.rollouts.keys().cloned().collect();
+        locations.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
+        let mut analyses = Vec::with_capacity(locations.len());
+        for location in locations {
+            let options = crate::load::options_for(&self.options, &self.rows, &location);
+            if let Some(rollout) = self.rollouts.get_mut(&location) {
+                let cold = rollout.records.is_cold();
+                analyses.push(rollout.analyze_now(&options));
+                if cold {
+                    rollout.cool();
+                }
+            }
+        }
+        analyses
+    }
+
+    /// Rollouts kept hot.
+    pub fn hot_rollouts(&self) -> usize {
+        self.hot.len()
     }
 
     /// A line about the rows worth the user's attention, if any (see [`Rows::message`]).
@@ -233,8 +417,8 @@ impl LiveStore {
                 .is_some_and(|dir| self.dirs.iter().any(|d| same_dir(d, dir)))
     }
 
-    /// List the directories and refresh every rollout; returns the changes.
-    pub fn rescan(&mut self) -> Result<Vec<Analysis>, StoreDirError> {
+    /// The rollouts of the followed directories, in store then natural id order.
+    fn discover(&self) -> Result<Vec<RolloutLocation>, StoreDirError> {
         let mut found = Vec::new();
         for dir in &self.dirs {
             match crate::store::discover(dir) {
@@ -245,28 +429,110 @@ impl LiveStore {
             }
         }
         found.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
+        Ok(found)
+    }
+
+    /// List the directories and refresh every rollout; returns the changes.
+    pub fn rescan(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
+        let found = self.discover()?;
         let mut changes = Vec::new();
         for location in found {
-            if let Some(analysis) = self.refresh(&location) {
-                changes.push(analysis);
-            }
+            changes.extend(self.refresh(&location));
         }
         // Rollouts whose files all vanished since the last scan.
         let known: Vec<RolloutLocation> = self.rollouts.keys().cloned().collect();
         for location in known {
-            if !location.path(FileKind::Records).exists()
-                && let Some(analysis) = self.refresh(&location)
-            {
-                changes.push(analysis);
+            if !location.path(FileKind::Records).exists() {
+                changes.extend(self.refresh(&location));
             }
         }
         Ok(changes)
     }
 
-    /// Refresh one rollout (following it from now on); `Some` when it changed.
-    pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Option<Analysis> {
+    /// The first scan: every rollout read on all cores, in chunks, each summary sent as soon
+    /// as its chunk is done, with the progress; between chunks, `requests` is asked for the
+    /// rollouts the UI now looks at, which are read first. Nothing is kept hot.
+    pub fn first_scan(
+        &mut self,
+        send: &mut dyn FnMut(StoreEvent) -> bool,
+        requests: &mut dyn FnMut() -> Option<Vec<RolloutLocation>>,
+    ) -> Result<bool, StoreDirError> {
+        /// Rollouts per chunk: small enough that a request waits little.
+        const CHUNK: usize = 32;
+        let mut pending: std::collections::VecDeque<RolloutLocation> = self
+            .discover()?
+            .into_iter()
+            .filter(|l| !self.rollouts.contains_key(l))
+            .collect();
+        let total = pending.len();
+        let mut read = 0;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        while !pending.is_empty() {
+            if let Some(focus) = requests() {
+                // Looked at first: move them to the front.
+                for location in focus.iter().rev() {
+                    if let Some(at) = pending.iter().position(|l| l == location)
+                        && let Some(wanted) = pending.remove(at)
+                    {
+                        pending.push_front(wanted);
+                    }
+                }
+                // Those read already are answered now; the others as they are read.
+                for event in self.set_focus(focus) {
+                    if !send(event) {
+                        return Ok(false);
+                    }
+                }
+            }
+            let chunk: Vec<RolloutLocation> = pending.drain(..CHUNK.min(pending.len())).collect();
+            let store: &LiveStore = self;
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let results: std::sync::Mutex<Vec<(LiveRollout, Analysis)>> = Default::default();
+            std::thread::scope(|scope| {
+                for _ in 0..workers.min(chunk.len()) {
+                    scope.spawn(|| {
+                        loop {
+                            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(location) = chunk.get(at) else { break };
+                            let options =
+                                crate::load::options_for(&store.options, &store.rows, location);
+                            let mut rollout = LiveRollout::new(location.clone());
+                            let analysis = match rollout.refresh(&options) {
+                                Some(analysis) => analysis,
+                                None => rollout.analyze(&options),
+                            };
+                            rollout.cool();
+                            results
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .push((rollout, analysis));
+                        }
+                    });
+                }
+            });
+            let results = results
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            read += results.len();
+            let mut events = Vec::new();
+            for (rollout, analysis) in results {
+                self.rollouts.insert(rollout.location.clone(), rollout);
+                self.emit(analysis, &mut events);
+            }
+            events.push(StoreEvent::Progress { read, total });
+            for event in events {
+                if !send(event) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Refresh one rollout (following it from now on): its events when it changed.
+    pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
         let options = crate::load::options_for(&self.options, &self.rows, location);
-        match self.rollouts.entry(location.clone()) {
+        let analysis = match self.rollouts.entry(location.clone()) {
             std::collections::hash_map::Entry::Occupied(mut known) => {
                 known.get_mut().refresh(&options)
             }
@@ -278,7 +544,13 @@ impl LiveStore {
                     None => rollout.analyze(&options),
                 })
             }
+        };
+        let mut events = Vec::new();
+        if let Some(analysis) = analysis {
+            self.warm(location);
+            self.emit(analysis, &mut events);
         }
+        events
     }
 
     /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.

@@ -53,6 +53,8 @@ pub struct FileTail {
     /// The version read last (or that failed last).
     stamp: Option<Stamp>,
     data: Option<Vec<u8>>,
+    /// The bytes were dropped ([`FileTail::forget`]); the stamp still says what was read.
+    cold: bool,
     error: Option<String>,
     /// Bytes read in total (for figures).
     pub bytes_read: u64,
@@ -66,6 +68,7 @@ impl FileTail {
             append_only,
             stamp: None,
             data: None,
+            cold: false,
             error: None,
             bytes_read: 0,
         }
@@ -81,6 +84,33 @@ impl FileTail {
         self.error.as_deref()
     }
 
+    /// Drop the bytes (the rollout is no longer followed closely); the stamp is kept, so
+    /// an unchanged file is still not opened, and a changed one is read whole again.
+    pub(crate) fn forget(&mut self) {
+        if self.data.take().is_some() {
+            self.cold = true;
+        }
+    }
+
+    /// Whether the bytes were dropped and must be read again before they are used.
+    pub(crate) fn is_cold(&self) -> bool {
+        self.cold
+    }
+
+    /// Read a file whose bytes were dropped again, whole; the change since it was dropped.
+    pub(crate) fn reload(&mut self) -> Change {
+        if !self.cold {
+            return self.refresh();
+        }
+        let before = self.stamp.take();
+        let change = self.refresh();
+        match change {
+            // Read whole again: a change only if the file is not the version read before.
+            Change::Reread if before == self.stamp => Change::None,
+            change => change,
+        }
+    }
+
     /// Bring the bytes up to date with the file. An unchanged file (same inode, size and
     /// modification time) is not opened at all; a changed one is opened without blocking
     /// and read only if it is a regular file, up to its size at open.
@@ -93,6 +123,7 @@ impl FileTail {
         if self.stamp == Some(stamp) {
             return Change::None;
         }
+        self.cold = false;
         let (file, meta) = match open_regular(&self.path) {
             Ok(Some(opened)) => opened,
             Ok(None) => return self.gone(),
@@ -135,7 +166,8 @@ impl FileTail {
     }
 
     fn gone(&mut self) -> Change {
-        let existed = self.data.take().is_some() || self.error.take().is_some();
+        let existed = self.data.take().is_some() | self.error.take().is_some()
+            || std::mem::take(&mut self.cold);
         self.stamp = None;
         if existed {
             Change::Removed
@@ -149,6 +181,7 @@ impl FileTail {
         let message = error.to_string();
         let repeat = self.error.as_deref() == Some(message.as_str()) && self.stamp == stamp;
         self.data = None;
+        self.cold = false;
         self.stamp = stamp;
         self.error = Some(message);
         if repeat { Change::None } else { Change::Failed }
@@ -188,5 +221,39 @@ mod tests {
         assert_eq!(tail.refresh(), Change::Removed);
         assert_eq!(tail.bytes(), None);
         assert_eq!(tail.refresh(), Change::None);
+    }
+
+    #[test]
+    fn a_forgotten_file_is_read_whole_again_only_when_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"one\n").unwrap();
+        let mut tail = FileTail::new(path.clone(), true);
+        assert_eq!(tail.refresh(), Change::Reread);
+        tail.forget();
+        assert!(tail.is_cold() && tail.bytes().is_none());
+        assert_eq!(tail.refresh(), Change::None, "unchanged: not read");
+        assert_eq!(tail.bytes_read, 4);
+        assert_eq!(tail.reload(), Change::None, "read again, but no change");
+        assert_eq!(tail.bytes(), Some(&b"one\n"[..]));
+        tail.forget();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"two\n").unwrap();
+        assert_eq!(
+            tail.refresh(),
+            Change::Reread,
+            "changed while cold: read whole"
+        );
+        assert_eq!(tail.bytes(), Some(&b"one\ntwo\n"[..]));
+        tail.forget();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            tail.refresh(),
+            Change::Removed,
+            "a cold file's removal is a change"
+        );
     }
 }

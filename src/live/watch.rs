@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher};
 
 use super::{LiveStore, StoreEvent};
+use crate::store::RolloutLocation;
 use crate::verdict::VerdictOptions;
 
 /// How changes are noticed.
@@ -20,6 +21,32 @@ pub enum WatchMode {
     Events,
     /// Look every so often (for file systems without change events, like network mounts).
     Poll(Duration),
+    /// Read once and do not follow (`--no-watch`): only the UI's requests are answered.
+    Once,
+}
+
+/// What wakes the watcher thread.
+enum Input {
+    /// A file-system event.
+    Fs(notify::Result<notify::Event>),
+    /// A request of the UI.
+    Ui(Request),
+}
+
+/// What the UI asks of the watcher.
+enum Request {
+    /// The UI looks at these rollouts now.
+    Focus(Vec<RolloutLocation>),
+    /// The UI wants every rollout's analysis (replay).
+    All,
+}
+
+/// Answer a request of the UI; `false` when the UI is gone.
+fn answer(request: Request, store: &mut LiveStore, sender: &Sender<StoreEvent>) -> bool {
+    match request {
+        Request::Focus(rollouts) => send_all(sender, Ok(store.set_focus(rollouts))),
+        Request::All => sender.send(StoreEvent::All(store.analyze_all())).is_ok(),
+    }
 }
 
 /// Settings of a watch.
@@ -50,8 +77,22 @@ impl Default for WatchOptions {
 pub struct Watch {
     /// Rebuilt rollouts and errors, in the order they happened.
     pub events: Receiver<StoreEvent>,
+    inputs: Sender<Input>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    /// Read every rollout for replay: answered with [`StoreEvent::All`].
+    pub fn replay(&self) {
+        let _ = self.inputs.send(Input::Ui(Request::All));
+    }
+
+    /// The UI looks at `rollouts` now (see [`crate::app::App::detail_requests`]): their full
+    /// analyses are sent as [`StoreEvent::Detail`], now and whenever they change.
+    pub fn focus(&self, rollouts: Vec<RolloutLocation>) {
+        let _ = self.inputs.send(Input::Ui(Request::Focus(rollouts)));
+    }
 }
 
 impl Drop for Watch {
@@ -74,14 +115,17 @@ impl Drop for Watch {
 /// Start watching `dirs`. The first events are the initial scan, then [`StoreEvent::Ready`].
 pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
     let (sender, events) = mpsc::channel();
+    let (inputs, received) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let thread_stop = Arc::clone(&stop);
+    let fs_inputs = inputs.clone();
     let thread = std::thread::Builder::new()
         .name("tokscope-watch".into())
-        .spawn(move || run(dirs, options, sender, thread_stop))
+        .spawn(move || run(dirs, options, sender, (fs_inputs, received), thread_stop))
         .expect("spawn the watcher thread");
     Watch {
         events,
+        inputs,
         stop,
         thread: Some(thread),
     }
@@ -89,12 +133,10 @@ pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
 
 fn send_all(
     sender: &Sender<StoreEvent>,
-    result: Result<Vec<crate::verdict::Analysis>, crate::store::StoreDirError>,
+    result: Result<Vec<StoreEvent>, crate::store::StoreDirError>,
 ) -> bool {
     match result {
-        Ok(changes) => changes
-            .into_iter()
-            .all(|analysis| sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok()),
+        Ok(changes) => changes.into_iter().all(|event| sender.send(event).is_ok()),
         Err(error) => sender.send(StoreEvent::Error(error.to_string())).is_ok(),
     }
 }
@@ -199,6 +241,7 @@ fn run(
     dirs: Vec<PathBuf>,
     options: WatchOptions,
     sender: Sender<StoreEvent>,
+    (fs_sender, inputs): (Sender<Input>, Receiver<Input>),
     stop: Arc<AtomicBool>,
 ) {
     // Which directories are followed, taken first: one renamed during the first scan is
@@ -207,10 +250,9 @@ fn run(
     let mut store =
         LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
     // Subscribe before the first scan, so nothing written during it is missed.
-    let (fs_sender, fs_events) = mpsc::channel::<notify::Result<notify::Event>>();
     let mut watcher = match options.mode {
         WatchMode::Events => match notify::recommended_watcher(move |event| {
-            let _ = fs_sender.send(event);
+            let _ = fs_sender.send(Input::Fs(event));
         }) {
             Ok(watcher) => Some(watcher),
             Err(error) => {
@@ -220,7 +262,7 @@ fn run(
                 None
             }
         },
-        WatchMode::Poll(_) => None,
+        WatchMode::Poll(_) | WatchMode::Once => None,
     };
     if let Some(watcher) = watcher.as_mut() {
         for dir in &dirs {
@@ -232,6 +274,28 @@ fn run(
             }
         }
     }
+    // File-system events and replay requests that arrive during the first scan wait; what
+    // the UI looks at is read first.
+    let mut held = Vec::new();
+    let mut replay = false;
+    let scanned = store.first_scan(&mut |event| sender.send(event).is_ok(), &mut || {
+        let mut focus = None;
+        for input in inputs.try_iter() {
+            match input {
+                Input::Ui(Request::Focus(rollouts)) => focus = Some(rollouts),
+                Input::Ui(Request::All) => replay = true,
+                Input::Fs(event) => held.push(event),
+            }
+        }
+        focus
+    });
+    match scanned {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(error) => {
+            let _ = sender.send(StoreEvent::Error(error.to_string()));
+        }
+    }
     if !send_all(&sender, store.rescan()) {
         return;
     }
@@ -241,10 +305,39 @@ fn run(
     if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
+    if replay && !answer(Request::All, &mut store, &sender) {
+        return;
+    }
     match options.mode {
+        WatchMode::Once => {
+            while !stop.load(Ordering::Relaxed) {
+                match inputs.recv_timeout(Duration::from_millis(100)) {
+                    Ok(Input::Ui(request)) => {
+                        if !answer(request, &mut store, &sender) {
+                            return;
+                        }
+                    }
+                    Ok(Input::Fs(_)) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        }
         WatchMode::Poll(interval) => {
             while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(interval);
+                // Sleep the interval, answering the UI's requests meanwhile.
+                let deadline = Instant::now() + interval;
+                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                    match inputs.recv_timeout(left) {
+                        Ok(Input::Ui(request)) => {
+                            if !answer(request, &mut store, &sender) {
+                                return;
+                            }
+                        }
+                        Ok(Input::Fs(_)) => {}
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
                 if !send_presence(&sender, &mut presence, None, &mut store) {
                     return;
                 }
@@ -264,18 +357,32 @@ fn run(
                 if !send_presence(&sender, &mut presence, watcher.as_mut(), &mut store) {
                     return;
                 }
-                let first = match fs_events.recv_timeout(Duration::from_millis(100)) {
-                    Ok(event) => event,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => return,
+                let first = match held.pop() {
+                    Some(event) => Input::Fs(event),
+                    None => match inputs.recv_timeout(Duration::from_millis(100)) {
+                        Ok(input) => input,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    },
                 };
-                // Coalesce the burst.
-                let mut batch = vec![first];
+                // Coalesce the burst (events held during the first scan included).
+                let mut batch = std::mem::take(&mut held);
+                let mut requests = Vec::new();
+                let mut take = |input: Input| match input {
+                    Input::Fs(event) => batch.push(event),
+                    Input::Ui(request) => requests.push(request),
+                };
+                take(first);
                 let deadline = Instant::now() + options.coalesce;
                 while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-                    match fs_events.recv_timeout(left) {
-                        Ok(event) => batch.push(event),
+                    match inputs.recv_timeout(left) {
+                        Ok(input) => take(input),
                         Err(_) => break,
+                    }
+                }
+                for request in requests {
+                    if !answer(request, &mut store, &sender) {
+                        return;
                     }
                 }
                 let mut rescan = false;
@@ -300,12 +407,9 @@ fn run(
                 let ok = if rescan {
                     send_all(&sender, store.rescan())
                 } else {
-                    dirty.iter().all(|location| match store.refresh(location) {
-                        Some(analysis) => {
-                            sender.send(StoreEvent::Updated(Box::new(analysis))).is_ok()
-                        }
-                        None => true,
-                    })
+                    dirty
+                        .iter()
+                        .all(|location| send_all(&sender, Ok(store.refresh(location))))
                 };
                 if !ok {
                     return;

@@ -32,7 +32,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Gaps;
     let Some(view) = &app.view else {
         let block = pane_block(strings::TITLE_GAPS.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let rid = app
@@ -66,7 +66,8 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 (GapKind::InFlight, Some(call)) => app
                     .live
                     .in_flight_since
-                    .get(&(view.index, call.clone()))
+                    .get(&view.index)
+                    .and_then(|calls| calls.get(call))
                     .map(|since| {
                         format!(
                             " (seen {:.1}s ago)",

@@ -17,7 +17,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Graph;
     let Some(view) = &app.view else {
         let block = pane_block(strings::TITLE_GRAPH.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let block = pane_block(

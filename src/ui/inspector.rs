@@ -45,7 +45,7 @@ fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'stati
 /// The inspector's content.
 pub(crate) fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
-        return vec![Line::from(strings::NO_SELECTION)];
+        return vec![Line::from(strings::no_view(app))];
     };
     let mut out = Vec::new();
     if let Some(divergence) = &view.divergence {
@@ -334,8 +334,8 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
     out.push(Line::from(vec![
         Span::styled("VERDICT ", theme.heading()),
         Span::styled(
-            super::list::badge(analysis).to_string(),
-            theme.verdict(analysis),
+            super::list::badge(analysis.verdict, analysis.mask_sample).to_string(),
+            theme.verdict(analysis.verdict, analysis.mask_sample),
         ),
         Span::raw(format!(
             " · {} · mask_sample {}",

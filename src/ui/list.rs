@@ -9,11 +9,11 @@ use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, Pane, SortKey};
 use crate::text::sanitize;
-use crate::verdict::{Analysis, Lifecycle, Verdict};
+use crate::verdict::{Lifecycle, Summary, Verdict};
 
 /// The verdict badge text.
-pub(crate) fn badge(analysis: &Analysis) -> &'static str {
-    match (analysis.verdict, analysis.mask_sample) {
+pub(crate) fn badge(verdict: Verdict, mask_sample: bool) -> &'static str {
+    match (verdict, mask_sample) {
         (Verdict::Ok, _) => "ok",
         (Verdict::Masked, _) => "MASKED",
         (Verdict::Pending, true) => "pend✗",
@@ -21,7 +21,7 @@ pub(crate) fn badge(analysis: &Analysis) -> &'static str {
     }
 }
 
-fn state(analysis: &Analysis) -> &'static str {
+fn state(analysis: &Summary) -> &'static str {
     match analysis.lifecycle {
         Lifecycle::Live => "live",
         Lifecycle::Frozen => "frozen",
@@ -49,7 +49,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         "{} {}/{} · sort {}{}",
         strings::TITLE_LIST,
         list.rows.len(),
-        app.analyses.len(),
+        app.rollouts.len(),
         sort_name(list.sort),
         if list.reverse { " ↓" } else { " ↑" }
     );
@@ -64,13 +64,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     }
     let block = pane_block(title, app.focus == Pane::List, theme);
     let width = inner_width(area);
-    let id_width = app
-        .analyses
-        .iter()
-        .map(|a| a.rollout_id().len())
-        .max()
-        .unwrap_or(7)
-        .clamp(7, 24);
+    let id_width = app.longest_id.clamp(7, 24);
     let header = format!(
         "{:<id_width$} {:<6} {:>5} {:>2} {:>4} {:<6} reason",
         "rollout", "state", "calls", "ch", "del", "verdict"
@@ -81,25 +75,20 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     }
     for row in list.scroll.visible() {
         let index = list.rows[row];
-        let a = &app.analyses[index];
-        let open = a.capture.open_intents().len();
-        let calls = if open > 0 && a.lifecycle == Lifecycle::Live {
-            format!("{}+{open}", a.capture.records.len())
+        let a = &app.rollouts[index];
+        let open = a.in_flight();
+        let calls = if open > 0 {
+            format!("{}+{open}", a.records)
         } else {
-            a.capture.records.len().to_string()
+            a.records.to_string()
         };
-        let (chains, delivered) = match &a.build {
-            Some(b) => (
-                b.chains.len().to_string(),
-                format!("{:.0}%", b.notes.delivered_fraction * 100.0),
-            ),
-            None => ("-".into(), "-".into()),
+        let (chains, delivered) = match (a.chains, a.delivered) {
+            (Some(chains), Some(delivered)) => {
+                (chains.to_string(), format!("{:.0}%", delivered * 100.0))
+            }
+            _ => ("-".into(), "-".into()),
         };
-        let writing = a.lifecycle == Lifecycle::Live
-            && a.capture
-                .issues
-                .iter()
-                .any(|i| i.kind == crate::store::IssueKind::TornTail);
+        let writing = a.writing();
         let mut reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
         if writing {
             reason = format!("{} {reason}", strings::WRITING);
@@ -115,7 +104,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         let used = lead.chars().count() + 7;
         let mut spans = vec![
             Span::raw(lead),
-            Span::styled(format!("{:<6} ", badge(a)), theme.verdict(a)),
+            Span::styled(
+                format!("{:<6} ", badge(a.verdict, a.mask_sample)),
+                theme.verdict(a.verdict, a.mask_sample),
+            ),
             Span::styled(
                 clip(&sanitize(&reason), width.saturating_sub(used)),
                 theme.dim(),

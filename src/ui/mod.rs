@@ -171,8 +171,14 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 theme.good().patch(theme.selected()),
             ));
         } else {
-            spans.push(Span::styled("◌ scanning… ", theme.dim()));
+            spans.push(Span::styled(strings::reading(live.progress), theme.dim()));
         }
+        spans.push(Span::raw(" "));
+    } else if !app.live.ready && app.live.progress.is_some() {
+        spans.push(Span::styled(
+            strings::reading(app.live.progress),
+            theme.dim(),
+        ));
         spans.push(Span::raw(" "));
     }
     if t.alarm(app.max_mask_fraction) {

@@ -36,6 +36,8 @@ pub(crate) const REPLAY_ONLY: &str = "replay is off: press R to replay the store
 /// Live keys outside live monitoring.
 pub(crate) const LIVE_ONLY: &str = "not watching a store (open one to monitor it live)";
 /// Replay started.
+pub(crate) const REPLAY_READING: &str =
+    "reading every rollout for replay (its memory grows with the store)…";
 pub(crate) const REPLAY_ON: &str =
     "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
 /// Replay ended.
@@ -49,6 +51,33 @@ pub(crate) const NO_TOKENIZER: &str =
 pub(crate) const NO_ROLLOUTS: &str = "no rollouts match (check the filters, or the store is empty)";
 /// Nothing selected.
 pub(crate) const NO_SELECTION: &str = "no rollout selected";
+pub(crate) const LOADING: &str = "reading the rollout…";
+
+/// The first scan's progress, for the header.
+pub(crate) fn reading(progress: Option<(usize, usize)>) -> String {
+    match progress {
+        Some((read, total)) => format!("◌ {} / {} read ", thousands(read), thousands(total)),
+        None => "◌ scanning… ".into(),
+    }
+}
+
+/// `12345` as `12,345`.
+pub(crate) fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What a rollout pane says when no rollout is open: still being read, or none selected.
+pub(crate) fn no_view(app: &crate::app::App) -> &'static str {
+    if app.loading() { LOADING } else { NO_SELECTION }
+}
 /// No build to show.
 pub(crate) const NO_BUILD: &str =
     "no build: the records could not be read (see the inspector and gaps)";
@@ -84,6 +113,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::ReplayOnly => REPLAY_ONLY.into(),
         Notice::LiveOnly => LIVE_ONLY.into(),
         Notice::ReplayOn => REPLAY_ON.into(),
+        Notice::ReplayReading => REPLAY_READING.into(),
         Notice::ReplayOff => REPLAY_OFF.into(),
         Notice::NotACall => NOT_A_CALL.into(),
         Notice::NoSuchCall(call) => format!("{call} is not in this rollout's tree"),

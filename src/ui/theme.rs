@@ -2,7 +2,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::verdict::{Analysis, Verdict};
+use crate::verdict::Verdict;
 
 /// The style set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +62,8 @@ impl Theme {
     }
 
     /// A verdict badge.
-    pub fn verdict(self, analysis: &Analysis) -> Style {
-        match (analysis.verdict, analysis.mask_sample) {
+    pub fn verdict(self, verdict: Verdict, mask_sample: bool) -> Style {
+        match (verdict, mask_sample) {
             (Verdict::Ok, _) => self.good().add_modifier(Modifier::BOLD),
             (Verdict::Masked, _) => self.problem(),
             (Verdict::Pending, true) => self.fg(Color::Magenta),

@@ -17,7 +17,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tree;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         let block = pane_block(strings::TITLE_TREE.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::NO_SELECTION).block(block), area);
+        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let rid = analysis.rollout_id();

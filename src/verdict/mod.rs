@@ -3,6 +3,8 @@
 //! The reasons are typed ([`MaskReason`]); the report's JSON shapes live in [`crate::report`].
 
 mod reason;
+mod summary;
+pub use summary::Summary;
 
 pub use reason::MaskReason;
 

@@ -560,7 +560,7 @@ fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) 
         let sub = linear_rollout(&format!("{id}-sub"), 5, &mut rng, 200, false, true);
         rollout.calls.extend(sub.calls);
     }
-    rollout.frozen = index % 4 == 0;
+    rollout.frozen = index.is_multiple_of(4);
     let mut records = Vec::new();
     let mut intents = String::new();
     for call in &rollout.calls {
@@ -573,5 +573,9 @@ fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) 
                        "indexed_size": 0, "retired": false,
                        "snapshot_id": if rollout.frozen { "snap" } else { "" },
                        "version": rollout.calls.len()});
-    (records, intents.into_bytes(), state.to_string().into_bytes())
+    (
+        records,
+        intents.into_bytes(),
+        state.to_string().into_bytes(),
+    )
 }

@@ -1,0 +1,221 @@
+//! The full analyses the app holds: only the rollouts being looked at (the selected one and
+//! its neighbours), in a small cache; every other rollout is known by its
+//! [`Summary`](crate::verdict::Summary) alone. The watcher reads a rollout's detail when the
+//! app asks for it (see [`App::detail_requests`](super::App::detail_requests)).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::App;
+use crate::store::RolloutLocation;
+use crate::verdict::{Analysis, Summary};
+
+/// How many full analyses a live app keeps: the open rollout, its neighbours, and a few
+/// recently open ones (going back to them is then instant).
+pub const DETAIL_CACHE: usize = 8;
+
+/// Full analyses by rollout index, bounded unless every analysis was given up front.
+#[derive(Clone, Debug, Default)]
+pub struct Details {
+    held: HashMap<usize, Arc<Analysis>>,
+    /// Least recently used first.
+    order: VecDeque<usize>,
+    /// `None`: keep everything (the analyses were all given, as in replay and tests).
+    capacity: Option<usize>,
+}
+
+impl Details {
+    /// A cache of at most `capacity` analyses.
+    pub fn bounded(capacity: usize) -> Details {
+        Details {
+            capacity: Some(capacity.max(1)),
+            ..Details::default()
+        }
+    }
+
+    /// Every analysis, kept (nothing is ever asked of the watcher).
+    pub fn all(analyses: impl IntoIterator<Item = Analysis>) -> Details {
+        let mut details = Details::default();
+        for (index, analysis) in analyses.into_iter().enumerate() {
+            details.insert(index, Arc::new(analysis));
+        }
+        details
+    }
+
+    /// Whether every analysis is held (no bound).
+    pub fn holds_all(&self) -> bool {
+        self.capacity.is_none()
+    }
+
+    /// The analysis of rollout `index`, if held.
+    pub fn get(&self, index: usize) -> Option<&Analysis> {
+        self.held.get(&index).map(Arc::as_ref)
+    }
+
+    /// Whether rollout `index` is held.
+    pub fn contains(&self, index: usize) -> bool {
+        self.held.contains_key(&index)
+    }
+
+    /// Hold `analysis` as rollout `index`'s, evicting the least recently used beyond the
+    /// bound (never one of `keep`).
+    pub fn insert(&mut self, index: usize, analysis: Arc<Analysis>) {
+        self.held.insert(index, analysis);
+        self.touch(index);
+    }
+
+    /// Mark rollout `index` as just used.
+    pub fn touch(&mut self, index: usize) {
+        if !self.held.contains_key(&index) {
+            return;
+        }
+        if let Some(at) = self.order.iter().position(|&i| i == index) {
+            self.order.remove(at);
+        }
+        self.order.push_back(index);
+    }
+
+    /// Drop analyses beyond the bound, least recently used first, never one of `keep`.
+    pub fn trim(&mut self, keep: &[usize]) {
+        let Some(capacity) = self.capacity else {
+            return;
+        };
+        let mut at = 0;
+        while self.held.len() > capacity && at < self.order.len() {
+            let index = self.order[at];
+            if keep.contains(&index) {
+                at += 1;
+            } else {
+                self.order.remove(at);
+                self.held.remove(&index);
+            }
+        }
+    }
+
+    /// Forget rollout `index`'s analysis (it changed and is no longer looked at).
+    pub fn remove(&mut self, index: usize) {
+        if self.capacity.is_some() && self.held.remove(&index).is_some() {
+            self.order.retain(|&i| i != index);
+        }
+    }
+
+    /// Analyses held.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+/// The app's side of summaries and details: what it asks of the watcher, and how it takes
+/// in what arrives.
+impl App {
+    /// The rollouts whose full analyses the app wants now (the selected one first, then its
+    /// neighbours in the list), when that changed since the last call: the event loop hands
+    /// them to the watcher, which answers with [`StoreEvent::Detail`](crate::live::StoreEvent::Detail) and keeps sending a
+    /// detail when one of them changes.
+    pub fn detail_requests(&mut self) -> Option<Vec<RolloutLocation>> {
+        if self.details.holds_all() {
+            return None;
+        }
+        let wanted: Vec<RolloutLocation> = self
+            .looked_at()
+            .into_iter()
+            .map(|index| self.rollouts[index].location.clone())
+            .collect();
+        (wanted != self.requested).then(|| {
+            self.requested = wanted.clone();
+            wanted
+        })
+    }
+
+    /// Whether the watcher should read every rollout for replay (asked once; the answer is
+    /// [`StoreEvent::All`](crate::live::StoreEvent::All)).
+    pub fn replay_request(&mut self) -> bool {
+        std::mem::take(&mut self.replay_requested)
+    }
+
+    /// The rollouts looked at: the selected one, then its neighbours in the list.
+    pub(super) fn looked_at(&self) -> Vec<usize> {
+        let rows = &self.list.rows;
+        let Some(selected) = self.list.selected_rollout() else {
+            return Vec::new();
+        };
+        let at = self.list.scroll.selected();
+        let mut indices = vec![selected];
+        indices.extend(at.checked_sub(1).and_then(|i| rows.get(i)));
+        indices.extend(rows.get(at + 1));
+        indices
+    }
+
+    /// The summary of the rollout at `location`, if known.
+    pub fn summary(&self, location: &RolloutLocation) -> Option<&Summary> {
+        self.rollouts.get(*self.index_of.get(location)?)
+    }
+
+    /// Whether the selected rollout's analysis is still being read.
+    pub fn loading(&self) -> bool {
+        self.view.is_none()
+            && self
+                .list
+                .selected_rollout()
+                .is_some_and(|index| !self.details.contains(index))
+    }
+
+    /// Take in rollout `summary` (new or changed): health by difference, its list row
+    /// moved; returns its index. A held analysis of a rollout not looked at is dropped (it
+    /// is stale now); the watcher sends fresh ones of those looked at.
+    pub(super) fn take_summary(&mut self, summary: Summary) -> usize {
+        let index = match self.index_of.get(&summary.location) {
+            Some(&index) => {
+                self.health.remove(&self.rollouts[index]);
+                self.rollouts[index] = summary;
+                index
+            }
+            None => {
+                self.longest_id = self.longest_id.max(summary.rollout_id().len());
+                self.index_of
+                    .insert(summary.location.clone(), self.rollouts.len());
+                self.rollouts.push(summary);
+                self.rollouts.len() - 1
+            }
+        };
+        self.health.add(&self.rollouts[index]);
+        self.list
+            .update(index, &self.rollouts, self.replay.is_some());
+        index
+    }
+
+    /// Take in a full analysis (a detail asked for, or a replay step): its summary too.
+    pub(super) fn take_detail(&mut self, analysis: Analysis) -> usize {
+        let index = self.take_summary(Summary::of(&analysis));
+        self.details.insert(index, std::sync::Arc::new(analysis));
+        index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_at_most_its_bound_and_never_what_is_looked_at() {
+        let analyses = crate::load::demo_store_analyses();
+        let mut details = Details::bounded(3);
+        for (index, analysis) in analyses.iter().enumerate() {
+            details.insert(index, Arc::new(analysis.clone()));
+            details.trim(&[0]);
+            assert!(details.len() <= 3);
+            assert!(details.contains(0), "the open rollout stays");
+        }
+        let last = analyses.len() - 1;
+        assert!(details.contains(last) && details.contains(last - 1));
+        details.remove(last);
+        assert!(!details.contains(last));
+        let all = Details::all(analyses.clone());
+        assert_eq!(all.len(), analyses.len());
+    }
+}

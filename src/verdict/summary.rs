@@ -1,0 +1,128 @@
+//! What the list, the header and the health strip need of a rollout, without its records or
+//! build: a few hundred bytes, kept for every rollout of a store of any size.
+
+use std::collections::BTreeMap;
+
+use super::{Analysis, Lifecycle, MaskReason, Verdict};
+use crate::store::{IssueKind, RolloutLocation};
+
+/// A rollout reduced to its counts, verdict and health contributions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Where the rollout's files are.
+    pub location: RolloutLocation,
+    /// Live, frozen, retired or cleared.
+    pub lifecycle: Lifecycle,
+    /// Ok, masked or pending.
+    pub verdict: Verdict,
+    /// The consumer's mask decision (as if frozen now, for a live rollout).
+    pub mask_sample: bool,
+    /// Every reason the rollout is masked, most fundamental first.
+    pub reasons: Vec<MaskReason>,
+    /// Records read.
+    pub records: usize,
+    /// Intents without a record (calls in flight, for a live rollout).
+    pub open_intents: Vec<String>,
+    /// Chains of the build (`None`: no build).
+    pub chains: Option<usize>,
+    /// Delivered fraction of the generated tokens (`None`: no build).
+    pub delivered: Option<f64>,
+    /// The records file ends in a partial line (a write in progress, when live).
+    pub torn_tail: bool,
+    /// Generated tokens captured and delivered.
+    pub tokens: (usize, usize),
+    /// Records that requested the verified parent prefix, and those that proved it supplied.
+    pub prefix: (usize, usize),
+    /// Placed calls by parent decision: `root`, `resolved`, `recovered`, or the link note.
+    pub parent_decisions: BTreeMap<String, usize>,
+    /// Records by whole second of `created_at` (for the calls-per-second series).
+    pub call_seconds: BTreeMap<i64, u32>,
+}
+
+impl Summary {
+    /// The summary of `analysis`.
+    pub fn of(analysis: &Analysis) -> Summary {
+        let capture = &analysis.capture;
+        let mut call_seconds = BTreeMap::new();
+        let mut prefix = (0, 0);
+        for record in &capture.records {
+            prefix.0 += usize::from(record.prefix_requested);
+            prefix.1 += usize::from(record.prefix_supplied);
+            if record.created_at.is_finite() {
+                *call_seconds
+                    .entry(record.created_at.floor() as i64)
+                    .or_default() += 1;
+            }
+        }
+        let mut parent_decisions = BTreeMap::new();
+        if let Some(build) = &analysis.build {
+            for node in &build.nodes {
+                let decision = match (node.note, node.parent) {
+                    (Some(note), _) if note.is_boundary() => note.as_str(),
+                    (Some(_), _) => "recovered",
+                    (None, Some(_)) => "resolved",
+                    (None, None) => "root",
+                };
+                *parent_decisions.entry(decision.to_owned()).or_default() += 1;
+            }
+        }
+        Summary {
+            location: capture.location.clone(),
+            lifecycle: analysis.lifecycle,
+            verdict: analysis.verdict,
+            mask_sample: analysis.mask_sample,
+            reasons: analysis.reasons.clone(),
+            records: capture.records.len(),
+            open_intents: capture
+                .open_intents()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            chains: analysis.build.as_ref().map(|b| b.chains.len()),
+            delivered: analysis.build.as_ref().map(|b| b.notes.delivered_fraction),
+            torn_tail: capture
+                .issues
+                .iter()
+                .any(|issue| issue.kind == IssueKind::TornTail),
+            tokens: analysis.build.as_ref().map_or((0, 0), |b| {
+                (
+                    b.notes.generated_tokens_captured,
+                    b.notes.generated_tokens_delivered,
+                )
+            }),
+            prefix,
+            parent_decisions,
+            call_seconds,
+        }
+    }
+
+    /// The rollout id.
+    pub fn rollout_id(&self) -> &str {
+        &self.location.id
+    }
+
+    /// The most fundamental mask reason, if masked.
+    pub fn first_reason(&self) -> Option<&MaskReason> {
+        self.reasons.first()
+    }
+
+    /// Calls in flight: the open intents of a live rollout.
+    pub fn in_flight(&self) -> usize {
+        if self.lifecycle == Lifecycle::Live {
+            self.open_intents.len()
+        } else {
+            0
+        }
+    }
+
+    /// Whether a write is in progress at the end of a live rollout's records file.
+    pub fn writing(&self) -> bool {
+        self.lifecycle == Lifecycle::Live && self.torn_tail
+    }
+}
+
+impl From<&Analysis> for Summary {
+    fn from(analysis: &Analysis) -> Summary {
+        Summary::of(analysis)
+    }
+}
