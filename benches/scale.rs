@@ -8,7 +8,7 @@
 //!   this process spends, and the p99 from a record's fsync to the list showing it.
 //!
 //! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
-//! default 2,000; ~1 MB each), or taken from `TOKSCOPE_SCALE_STORE`.
+//! default 2,000; ~2 GB), or taken from `TOKSCOPE_SCALE_STORE`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -74,7 +74,7 @@ fn store() -> PathBuf {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         eprintln!("writing {} ...", dir.display());
-        tokscope_testkit::write_training_store(&dir, rollouts, 1_050_000).unwrap();
+        tokscope_testkit::write_training_store(&dir, rollouts, 1_330_000).unwrap();
         std::fs::write(dir.join(".complete"), "").unwrap();
     }
     dir

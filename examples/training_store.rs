@@ -1,6 +1,6 @@
 //! Write a training run's store (the scale benchmarks' shape) into a directory:
 //! `cargo run --release --example training_store -- DIR [ROLLOUTS] [BYTES_PER_ROLLOUT]`
-//! (defaults: 2,000 rollouts of ~1 MB, about 2 GB).
+//! (defaults: 2,000 rollouts, about 2 GB).
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -10,7 +10,7 @@ fn main() {
     let rollouts = args
         .next()
         .map_or(2_000, |n| n.parse().expect("ROLLOUTS is a number"));
-    let bytes = args.next().map_or(1_050_000, |n| {
+    let bytes = args.next().map_or(1_330_000, |n| {
         n.parse().expect("BYTES_PER_ROLLOUT is a number")
     });
     std::fs::create_dir_all(&dir).expect("create the directory");

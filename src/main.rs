@@ -279,16 +279,57 @@ fn build(
             outcomes
         }
         Format::Table => {
-            let analyses = analyze_rows(&locations, options, rows);
-            out.write_all(tokscope::table::render(&analyses).as_bytes())?;
-            analyses.iter().map(outcome).collect()
+            // Rows are made on the worker threads and written in order as they finish.
+            let mut table =
+                tokscope::table::TableWriter::new(locations.iter().map(|l| l.id.as_str()));
+            let mut outcomes = Vec::with_capacity(locations.len());
+            let mut written = out.write_all(table.header().as_bytes());
+            let shape = table.clone();
+            analyze_in_order(
+                &locations,
+                options,
+                rows,
+                |analysis| (outcome(&analysis), shape.row_line(&analysis)),
+                |(result, line)| {
+                    table.count(result.1);
+                    outcomes.push(result);
+                    if written.is_ok() {
+                        written = out.write_all(line.as_bytes());
+                    }
+                },
+            );
+            written?;
+            out.write_all(table.footer().as_bytes())?;
+            outcomes
         }
         Format::Json => {
-            let analyses = analyze_rows(&locations, options, rows);
-            let reports: Vec<_> = analyses.iter().map(Analysis::report).collect();
-            serde_json::to_writer_pretty(&mut out, &reports)?;
-            out.write_all(b"\n")?;
-            analyses.iter().map(outcome).collect()
+            // One pretty array, each report written as it finishes (indented as an element).
+            let mut outcomes = Vec::with_capacity(locations.len());
+            let mut written = out.write_all(b"[");
+            let mut first = true;
+            analyze_in_order(
+                &locations,
+                options,
+                rows,
+                |analysis| {
+                    let pretty = serde_json::to_string_pretty(&analysis.report())
+                        .expect("reports serialize");
+                    (outcome(&analysis), pretty.replace('\n', "\n  "))
+                },
+                |(result, element)| {
+                    outcomes.push(result);
+                    if written.is_ok() {
+                        let lead: &[u8] = if first { b"\n  " } else { b",\n  " };
+                        first = false;
+                        written = out
+                            .write_all(lead)
+                            .and_then(|()| out.write_all(element.as_bytes()));
+                    }
+                },
+            );
+            written?;
+            out.write_all(if first { b"]\n" } else { b"\n]\n" })?;
+            outcomes
         }
     };
     match out.flush() {

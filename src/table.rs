@@ -16,43 +16,98 @@ const HEADERS: [&str; 7] = [
     "first reason",
 ];
 
-/// Render the table, one row per rollout, with a summary line.
-pub fn render(analyses: &[Analysis]) -> String {
-    let rows: Vec<[String; 7]> = analyses.iter().map(row).collect();
-    let mut widths = HEADERS.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row).take(6) {
-            *width = (*width).max(cell.chars().count());
+/// Widths of the columns that are not the last: the rollout id's from the ids to be listed,
+/// the others wide enough for any value, so rows can be written as soon as each rollout is
+/// judged (memory does not grow with the store).
+const FIXED_WIDTHS: [usize; 5] = [7, 9, 6, 9, 16];
+
+/// Writes the table row by row, with a summary line at the end.
+#[derive(Clone, Debug)]
+pub struct TableWriter {
+    widths: [usize; 6],
+    counts: [usize; 3],
+}
+
+impl TableWriter {
+    /// A table whose id column fits every id of `ids`.
+    pub fn new<'a>(ids: impl IntoIterator<Item = &'a str>) -> TableWriter {
+        let id_width = ids
+            .into_iter()
+            .map(|id| sanitize(id).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(HEADERS[0].len());
+        let mut widths = [id_width; 6];
+        for (width, fixed) in widths[1..].iter_mut().zip(FIXED_WIDTHS) {
+            *width = fixed;
+        }
+        TableWriter {
+            widths,
+            counts: [0; 3],
         }
     }
-    let mut out = String::new();
-    let line = |out: &mut String, cells: [&str; 7]| {
+
+    fn line(&self, cells: [&str; 7]) -> String {
+        let mut out = String::new();
         for (i, cell) in cells.iter().enumerate() {
             if i == 6 {
                 out.push_str(cell);
             } else if (2..=4).contains(&i) {
-                let _ = write!(out, "{cell:>w$}  ", w = widths[i]);
+                let _ = write!(out, "{cell:>w$}  ", w = self.widths[i]);
             } else {
-                let _ = write!(out, "{cell:<w$}  ", w = widths[i]);
+                let _ = write!(out, "{cell:<w$}  ", w = self.widths[i]);
             }
         }
         let trimmed = out.trim_end().len();
         out.truncate(trimmed);
         out.push('\n');
-    };
-    line(&mut out, HEADERS);
-    for row in &rows {
-        line(&mut out, row.each_ref().map(String::as_str));
+        out
     }
-    let count = |v: Verdict| analyses.iter().filter(|a| a.verdict == v).count();
-    let _ = writeln!(
-        out,
-        "{} rollouts: {} ok, {} masked, {} pending",
-        analyses.len(),
-        count(Verdict::Ok),
-        count(Verdict::Masked),
-        count(Verdict::Pending)
-    );
+
+    /// The header line.
+    pub fn header(&self) -> String {
+        self.line(HEADERS)
+    }
+
+    /// The line of one rollout (counted for the summary).
+    pub fn row(&mut self, analysis: &Analysis) -> String {
+        self.count(analysis.verdict);
+        self.line(row(analysis).each_ref().map(String::as_str))
+    }
+
+    /// Count a verdict for the summary line (when the row was made elsewhere).
+    pub fn count(&mut self, verdict: Verdict) {
+        let slot = match verdict {
+            Verdict::Ok => 0,
+            Verdict::Masked => 1,
+            Verdict::Pending => 2,
+        };
+        self.counts[slot] += 1;
+    }
+
+    /// The line of one rollout, without counting it (for worker threads).
+    pub fn row_line(&self, analysis: &Analysis) -> String {
+        self.line(row(analysis).each_ref().map(String::as_str))
+    }
+
+    /// The summary line.
+    pub fn footer(&self) -> String {
+        let [ok, masked, pending] = self.counts;
+        format!(
+            "{} rollouts: {ok} ok, {masked} masked, {pending} pending\n",
+            ok + masked + pending
+        )
+    }
+}
+
+/// Render the whole table, one row per rollout, with a summary line.
+pub fn render(analyses: &[Analysis]) -> String {
+    let mut table = TableWriter::new(analyses.iter().map(Analysis::rollout_id));
+    let mut out = table.header();
+    for analysis in analyses {
+        out.push_str(&table.row(analysis));
+    }
+    out.push_str(&table.footer());
     out
 }
 

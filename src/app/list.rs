@@ -50,6 +50,8 @@ pub struct RolloutList {
     pub rows: Vec<usize>,
     /// Selection and window over `rows`.
     pub scroll: ScrollList,
+    /// Rollouts compared while ordering rows, in total (a guard against quadratic work).
+    comparisons: std::cell::Cell<usize>,
 }
 
 impl RolloutList {
@@ -63,6 +65,7 @@ impl RolloutList {
             reason: None,
             rows: Vec::new(),
             scroll: ScrollList::new(0, height),
+            comparisons: std::cell::Cell::new(0),
         }
     }
 
@@ -85,8 +88,14 @@ impl RolloutList {
                     .any(|r| r.to_string().to_lowercase().contains(filter)))
     }
 
+    /// Rollouts compared so far while ordering rows.
+    pub fn comparisons(&self) -> usize {
+        self.comparisons.get()
+    }
+
     /// Display order of two rollouts under the current sort.
     fn order(&self, a: &Summary, b: &Summary) -> std::cmp::Ordering {
+        self.comparisons.set(self.comparisons.get() + 1);
         let order = match self.sort {
             SortKey::Id => std::cmp::Ordering::Equal,
             SortKey::State => lifecycle_rank(a.lifecycle).cmp(&lifecycle_rank(b.lifecycle)),
@@ -103,7 +112,7 @@ impl RolloutList {
 
     /// Recompute the visible rows from sort and filters, keeping the selected rollout
     /// selected. `hide_cleared` hides rollouts whose files are all gone (replay).
-    pub(crate) fn refresh(&mut self, summaries: &[Summary], hide_cleared: bool) {
+    pub fn refresh(&mut self, summaries: &[Summary], hide_cleared: bool) {
         let keep = self.selected_rollout();
         let filter = self.filter.to_lowercase();
         let mut rows: Vec<usize> = (0..summaries.len())
@@ -117,7 +126,7 @@ impl RolloutList {
     /// Rollout `index` appeared or changed: move just its row (a binary search in the
     /// sorted rows), keeping the selected rollout selected. The cost does not grow with the
     /// work of judging the other rollouts: they are not looked at again.
-    pub(crate) fn update(&mut self, index: usize, summaries: &[Summary], hide_cleared: bool) {
+    pub fn update(&mut self, index: usize, summaries: &[Summary], hide_cleared: bool) {
         let keep = self.selected_rollout();
         if let Some(at) = self.rows.iter().position(|&r| r == index) {
             self.rows.remove(at);

@@ -29,8 +29,28 @@ pub struct CarriedTokens {
     pub routed_experts: Option<Value>,
     /// `prompt` followed by `generation`.
     pub through: TokenSeq,
-    /// Decimal text of the whole chain, when the response was built for output.
-    pub text: Option<Arc<ChainText>>,
+    /// Decimal text of the whole chain, formatted the first time the response is written
+    /// (only export and `--format jsonl` write it; the explorer never pays for it).
+    pub text: Option<Arc<LazyChainText>>,
+}
+
+/// The whole chain, and its [`ChainText`] once something serializes the response.
+#[derive(Debug)]
+pub struct LazyChainText {
+    tokens: TokenSeq,
+    text: std::sync::OnceLock<ChainText>,
+}
+
+impl LazyChainText {
+    /// The chain's text, formatted on first use.
+    fn get(&self) -> &ChainText {
+        self.text.get_or_init(|| ChainText::new(&self.tokens))
+    }
+
+    /// Whether the text was formatted (for tests: nothing but output formats it).
+    pub fn is_formatted(&self) -> bool {
+        self.text.get().is_some()
+    }
 }
 
 /// The comma-separated decimal text of a chain's token stream.
@@ -129,9 +149,10 @@ impl serde::Serialize for ProjectedItem {
         }
         if let Some(tokens) = &self.tokens {
             match &tokens.text {
-                Some(text) => {
-                    map.serialize_entry("prompt_token_ids", &text.prefix_json(tokens.prompt.len()))?
-                }
+                Some(text) => map.serialize_entry(
+                    "prompt_token_ids",
+                    &text.get().prefix_json(tokens.prompt.len()),
+                )?,
                 None => map.serialize_entry("prompt_token_ids", &tokens.prompt)?,
             }
             map.serialize_entry("generation_token_ids", &tokens.generation)?;
@@ -337,7 +358,10 @@ pub(crate) fn project_main_chain(
         .rev()
         .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()));
     if let Some(full) = full {
-        let text = Arc::new(ChainText::new(&full));
+        let text = Arc::new(LazyChainText {
+            tokens: full.clone(),
+            text: std::sync::OnceLock::new(),
+        });
         for tokens in output.iter_mut().filter_map(|item| item.tokens.as_mut()) {
             debug_assert!(full.starts_with(&tokens.prompt));
             tokens.text = Some(Arc::clone(&text));
@@ -544,5 +568,23 @@ mod tests {
         // Through a Value, too (as the library's JSON report helpers do).
         let value = serde_json::to_value(text.prefix_json(2)).unwrap();
         assert_eq!(value, serde_json::json!([5, 0]));
+    }
+
+    #[test]
+    fn chain_text_is_formatted_only_when_the_response_is_written() {
+        let analyses = crate::load::demo_store_analyses();
+        let response = analyses
+            .iter()
+            .find_map(|a| a.response.as_ref())
+            .expect("a rollout with a response");
+        let texts: Vec<&Arc<LazyChainText>> = response
+            .output
+            .iter()
+            .filter_map(|item| item.tokens.as_ref()?.text.as_ref())
+            .collect();
+        assert!(!texts.is_empty());
+        assert!(texts.iter().all(|t| !t.is_formatted()), "not by the build");
+        serde_json::to_string(response).unwrap();
+        assert!(texts.iter().all(|t| t.is_formatted()), "by writing it");
     }
 }

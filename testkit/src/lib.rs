@@ -485,7 +485,8 @@ fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
 }
 
 /// The shape of a training run's store, for the scale benchmarks: `rollouts` rollouts of
-/// roughly `bytes_per_rollout` bytes each (15–40 calls), made of 100 distinct rollouts
+/// roughly `bytes_per_rollout` bytes each when stored as full prompts (15–40 calls; the delta
+/// ones hold the same conversations in far fewer bytes), made of 100 distinct rollouts
 /// replicated under new ids, as the issue that asked for it measured. A quarter are frozen,
 /// the rest live; every fourth stores delta records, every seventh has an abandoned retry,
 /// every tenth a subagent with its own root. Returns the bytes written.
@@ -535,13 +536,8 @@ fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) 
     let delta = index % 4 == 3;
     let ids = bytes / BYTES_PER_ID;
     // Full-prompt records repeat the prompt: about calls²/2 × (environment + generation) ids.
-    let grow = if delta {
-        ids / calls
-    } else {
-        2 * ids / (calls * calls)
-    }
-    .saturating_sub(36)
-    .max(8);
+    // A delta rollout is the same conversation stored as suffixes (a much smaller file).
+    let grow = (2 * ids / (calls * calls)).saturating_sub(36).max(8);
     let mut rollout = linear_rollout(&id, calls, &mut rng, grow, delta, true);
     if index % 7 == 1 && calls > 4 {
         // An abandoned attempt: a sibling of call 3, same prompt, never continued.

@@ -1,0 +1,167 @@
+//! Regression guards for training scale: what is held and what is done must not grow with the
+//! store. They count bytes and rows, never time (the figures live in `benches/scale.rs`).
+
+mod common;
+
+use std::io::Write;
+
+use tokscope::app::{App, Message};
+use tokscope::live::{HOT_ROLLOUTS, LiveStore, StoreEvent};
+use tokscope::verdict::{Summary, VerdictOptions};
+use tokscope_testkit::{Rng, linear_rollout};
+
+const ROLLOUTS: usize = 150;
+
+/// More rollouts than are ever kept hot, small enough for a debug build: three calls each,
+/// every fourth frozen, every third stored as deltas.
+fn store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for index in 0..ROLLOUTS {
+        let id = format!("r{index:04}");
+        let mut rollout =
+            linear_rollout(&id, 3, &mut Rng::new(index as u64), 6, index % 3 == 0, true);
+        rollout.frozen = index % 4 == 0;
+        rollout.write(dir.path()).unwrap();
+    }
+    dir
+}
+
+fn first_scan(store: &mut LiveStore) -> Vec<StoreEvent> {
+    let mut events = Vec::new();
+    store
+        .first_scan(
+            &mut |event| {
+                events.push(event);
+                true
+            },
+            &mut || None,
+        )
+        .unwrap();
+    events
+}
+
+#[test]
+fn the_first_scan_holds_no_file_bytes_and_reports_progress() {
+    let dir = store();
+    let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
+    let events = first_scan(&mut store);
+    let summaries = events
+        .iter()
+        .filter(|e| matches!(e, StoreEvent::Updated(_)))
+        .count();
+    assert_eq!(summaries, ROLLOUTS, "a summary for every rollout");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StoreEvent::Progress { read, total } if *read == ROLLOUTS && *total == ROLLOUTS))
+    );
+    assert_eq!(
+        store.resident_bytes(),
+        0,
+        "nothing is kept of a rollout read once"
+    );
+    assert_eq!(store.hot_rollouts(), 0);
+}
+
+#[test]
+fn appends_to_every_rollout_keep_a_bounded_number_hot() {
+    let dir = store();
+    let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
+    first_scan(&mut store);
+    let mut largest = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".tokens.jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let last = text.lines().last().unwrap().to_owned();
+            let line = last.replace("\"model_call_id\":\"", "\"model_call_id\":\"again-");
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            writeln!(file, "{line}").unwrap();
+            largest = largest.max(text.len() + line.len() + 1);
+        }
+    }
+    let changes = store.rescan().unwrap();
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|e| matches!(e, StoreEvent::Updated(_)))
+            .count(),
+        ROLLOUTS
+    );
+    assert!(store.hot_rollouts() <= HOT_ROLLOUTS);
+    assert!(
+        store.resident_bytes() <= HOT_ROLLOUTS * (largest + 4_096),
+        "held {} bytes for {ROLLOUTS} rollouts",
+        store.resident_bytes()
+    );
+}
+
+#[test]
+fn the_app_holds_few_analyses_whatever_is_browsed() {
+    let dir = store();
+    let stores = vec![dir.path().to_path_buf()];
+    let mut app = App::new_live(
+        stores.clone(),
+        VerdictOptions::default(),
+        common::viewport(120, 40),
+    );
+    let analyses = tokscope::load::analyze_all(
+        &tokscope::load::locate(&stores, &[]).unwrap(),
+        &VerdictOptions::default(),
+    );
+    app.update(Message::Store(
+        analyses.iter().map(StoreEvent::updated).collect(),
+    ));
+    // Browse the whole list, answering every request as the watcher would.
+    for _ in 0..ROLLOUTS {
+        if let Some(wanted) = app.detail_requests() {
+            let details = wanted
+                .iter()
+                .filter_map(|l| analyses.iter().find(|a| &a.capture.location == l))
+                .map(|a| StoreEvent::Detail(Box::new(a.clone())))
+                .collect();
+            app.update(Message::Store(details));
+        }
+        assert!(app.view.is_some(), "the selected rollout is open");
+        assert!(app.details.len() <= tokscope::app::details::DETAIL_CACHE);
+        common::key(&mut app, crossterm::event::KeyCode::Down);
+    }
+    // Health by difference equals health counted afresh.
+    let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
+    assert_eq!(app.health, tokscope::app::health::Health::of(&summaries));
+}
+
+#[test]
+fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
+    let analyses = tokscope::load::analyze_all(
+        &tokscope::load::locate(&[store().path().to_path_buf()], &[]).unwrap(),
+        &VerdictOptions::default(),
+    );
+    // Many rollouts (the same summaries under new ids), one changing at a time.
+    let mut summaries: Vec<Summary> = Vec::new();
+    for copy in 0..20 {
+        for analysis in &analyses {
+            let mut summary = Summary::of(analysis);
+            summary.location.id = format!("{copy}-{}", summary.location.id);
+            summaries.push(summary);
+        }
+    }
+    let mut list = tokscope::app::RolloutList::new(40);
+    list.sort = tokscope::app::SortKey::Verdict;
+    list.refresh(&summaries, false);
+    let n = summaries.len();
+    for index in (0..n).step_by(97) {
+        summaries[index].mask_sample = !summaries[index].mask_sample;
+        let before = list.comparisons();
+        list.update(index, &summaries, false);
+        let spent = list.comparisons() - before;
+        let bound = 2 * (usize::BITS - n.leading_zeros()) as usize + 2;
+        assert!(
+            spent <= bound,
+            "{spent} comparisons for one change among {n}"
+        );
+    }
+}
