@@ -5,7 +5,8 @@
 //!   its verdicts, and resident memory once loaded (the watcher and the app together, the UI
 //!   drawn into a test backend after every batch as the event loop would);
 //! - **live**: a writer (a child process) appends 200 records/s to 50 of the rollouts; the CPU
-//!   this process spends, and the p99 from a record's fsync to the list showing it.
+//!   this process spends (watcher and UI, drawing as the event loop does: at most one frame
+//!   per 30 ms input poll), and the p99 from a record's fsync to the list showing it.
 //!
 //! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
 //! default 2,000; ~2 GB), or taken from `TOKSCOPE_SCALE_STORE`.
@@ -255,9 +256,9 @@ fn main() {
     let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
     let mut shown = 0usize;
     while shown < total && Instant::now() < deadline {
-        let first = handle.events.recv_timeout(Duration::from_millis(30));
-        let mut batch: Vec<StoreEvent> = first.into_iter().collect();
-        batch.extend(handle.events.try_iter());
+        // As the event loop: wait for input up to 30 ms, then take what the watcher sent.
+        std::thread::sleep(Duration::from_millis(30));
+        let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
         if batch.is_empty() {
             continue;
         }

@@ -197,7 +197,7 @@ impl StoreEvent {
 /// itself), and how many bytes of files they may hold together: whichever bound comes first.
 pub const HOT_ROLLOUTS: usize = 64;
 /// See [`HOT_ROLLOUTS`].
-pub const HOT_BYTES: usize = 96 << 20;
+pub const HOT_BYTES: usize = 160 << 20;
 
 /// Every rollout of some store directories, followed incrementally.
 #[derive(Debug)]
