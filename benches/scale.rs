@@ -4,7 +4,8 @@
 //! - **cold open**: time until the first rollouts are on the list, until the whole list has
 //!   its verdicts, and resident memory once loaded (the watcher and the app together, the UI
 //!   drawn into a test backend after every batch as the event loop would);
-//! - **live**: a writer (a child process) appends 200 records/s to 50 of the rollouts; the CPU
+//! - **live**: a writer (a child process) continues the chains of 50 live rollouts at 200
+//!   records/s in all (each record the child of the one before); the CPU
 //!   this process spends (watcher and UI, drawing as the event loop does: at most one frame
 //!   per 30 ms input poll), and the p99 from a record's fsync to the list showing it.
 //!
@@ -90,13 +91,48 @@ fn records_of(app: &App, dir: &Path, id: &str) -> usize {
     app.summary(&location).map_or(0, |s| s.records)
 }
 
-/// The writer: appends a copy of each live rollout's last record under a new call id.
+/// The writer: continues each live rollout's chain, as an agent does: every appended record
+/// is a child of the one before, its prompt the parent's cumulative sequence plus new
+/// environment tokens (full prompts, lineage computed, as the reference writer writes them).
 fn writer(dir: &Path, ids: &[String]) {
-    let lines: Vec<String> = ids
+    let per_rollout = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize / ids.len() + 1;
+    let mut rng = tokscope_testkit::Rng::new(99);
+    let lines: Vec<Vec<String>> = ids
         .iter()
         .map(|id| {
             let text = std::fs::read_to_string(dir.join(format!("{id}.tokens.jsonl"))).unwrap();
-            text.lines().last().unwrap().to_owned()
+            let last: serde_json::Value =
+                serde_json::from_str(text.lines().last().unwrap()).unwrap();
+            let ids_of = |key: &str| -> Vec<u64> {
+                last[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_u64().unwrap())
+                    .collect()
+            };
+            let mut cumulative = ids_of("prompt_token_ids");
+            cumulative.extend(ids_of("generation_token_ids"));
+            let mut parent = last["model_call_id"].as_str().unwrap().to_owned();
+            let mut created = last["created_at"].as_f64().unwrap();
+            (0..per_rollout)
+                .map(|k| {
+                    cumulative.extend(rng.tokens(30));
+                    let generation = rng.tokens(30);
+                    let call_id = format!("{id}-live{k:04}");
+                    created += 1.0;
+                    let call = tokscope_testkit::Call::child(
+                        &call_id,
+                        &parent,
+                        cumulative.clone(),
+                        generation.clone(),
+                        created,
+                    );
+                    cumulative.extend(generation);
+                    parent = call_id;
+                    call.to_line(id)
+                })
+                .collect()
         })
         .collect();
     let mut files: Vec<std::fs::File> = ids
@@ -117,10 +153,7 @@ fn writer(dir: &Path, ids: &[String]) {
             std::thread::sleep(wait);
         }
         let r = n % ids.len();
-        let line = lines[r].replace(
-            "\"model_call_id\":\"",
-            &format!("\"model_call_id\":\"x{n}-"),
-        );
+        let line = &lines[r][n / ids.len()];
         files[r].write_all(format!("{line}\n").as_bytes()).unwrap();
         files[r].sync_data().unwrap();
         times.push((r, n / ids.len() + 1, now()));
@@ -157,7 +190,21 @@ fn main() {
             .unwrap_or_default();
         if name.ends_with(".tokens.jsonl") {
             bytes += std::fs::metadata(&from).unwrap().len();
-            if live_ids.len() < LIVE_ROLLOUTS && state.contains("\"frozen\":false") {
+            // Live rollouts whose last record holds a full prompt (the writer continues it).
+            let last_is_full = || {
+                std::fs::read_to_string(&from)
+                    .ok()
+                    .and_then(|t| {
+                        t.lines()
+                            .last()
+                            .map(|l| l.contains("\"prompt_is_delta\":false"))
+                    })
+                    .unwrap_or(false)
+            };
+            if live_ids.len() < LIVE_ROLLOUTS
+                && state.contains("\"frozen\":false")
+                && last_is_full()
+            {
                 live_ids.push(id.clone());
             }
         }

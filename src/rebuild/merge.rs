@@ -4,72 +4,17 @@
 //! could not be rebuilt, why each call got the parent it got) because the panes show them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::digest::digest_prefix;
-use super::seq::TokenSeq;
-use crate::store::{ParentResolution, TokenRecord};
-
+pub use super::memo::DigestMemo;
+use super::memo::{cumulative_digest, starts_with};
 use super::output::{
     BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainId, ChainLink, LinkNote,
     RecordFate,
 };
-/// Digests of records' cumulative sequences, remembered across rebuilds.
-///
-/// Sound only while the records file only grows: an appended record never changes an earlier
-/// one, nor (first record wins) which record an id names, so a record's cumulative sequence —
-/// even a delta's, built from its ancestors — never changes. Clear it when the file is
-/// truncated or replaced. Entries hold the token arrays they are keyed by, so an address is
-/// never reused for other tokens while its entry lives.
-#[derive(Debug, Default)]
-pub struct DigestMemo {
-    entries: Mutex<HashMap<(usize, usize), MemoEntry>>,
-}
-
-type MemoEntry = (Arc<[u64]>, Arc<[u64]>, String);
-
-impl DigestMemo {
-    /// The entries (still usable after a panic elsewhere poisoned the lock).
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), MemoEntry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The digest of `record`'s cumulative sequence `cumulative`.
-    fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
-        let key = (
-            Arc::as_ptr(&record.prompt_token_ids) as *const u64 as usize,
-            Arc::as_ptr(&record.generation_token_ids) as *const u64 as usize,
-        );
-        if let Some((_, _, digest)) = self.entries().get(&key) {
-            return digest.clone();
-        }
-        let digest = digest_prefix(cumulative, cumulative.len());
-        let entry = (
-            record.prompt_token_ids.clone(),
-            record.generation_token_ids.clone(),
-            digest.clone(),
-        );
-        self.entries().insert(key, entry);
-        digest
-    }
-
-    /// Forget everything (the records file was truncated or replaced).
-    pub fn clear(&self) {
-        self.entries().clear();
-    }
-
-    /// Number of digests remembered.
-    pub fn len(&self) -> usize {
-        self.entries().len()
-    }
-
-    /// Whether nothing is remembered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+use super::seq::TokenSeq;
+use crate::store::{ParentResolution, TokenRecord};
 
 /// Per placed node: whether its recorded digest matches its cumulative sequence (computed on
 /// first need), with the memo that saves recomputing it across builds.
@@ -84,18 +29,6 @@ struct ParentDigests<'a> {
 fn check_encodable(negative: &mut Option<i64>, seq: &TokenSeq, n: usize) {
     if negative.is_none() {
         *negative = seq.first_negative(n);
-    }
-}
-
-/// The digest of a record's cumulative sequence, through the memo when there is one.
-fn cumulative_digest(
-    memo: Option<&DigestMemo>,
-    record: &TokenRecord,
-    cumulative: &TokenSeq,
-) -> String {
-    match memo {
-        Some(memo) => memo.digest(record, cumulative),
-        None => digest_prefix(cumulative, cumulative.len()),
     }
 }
 
@@ -177,6 +110,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
             terminal_call_id: options.terminal_call_id.clone(),
             ..BuildNotes::default()
         },
+        memo: options.digest_memo.clone(),
         ..BuildOutput::default()
     };
 
@@ -462,7 +396,7 @@ fn resolve_parent(
         recorded.is_none_or(|d| cumulative_digest(memo, parent_record, parent_cum) == d)
     });
     let holds = if consistent {
-        n == parent_cum.len() && prompt.starts_with(parent_cum)
+        n == parent_cum.len() && starts_with(memo, prompt, parent_cum)
     } else {
         Some(digest_prefix(prompt, n).as_str()) == recorded
     };

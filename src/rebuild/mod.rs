@@ -2,6 +2,7 @@
 
 pub mod digest;
 pub mod divergence;
+pub mod memo;
 pub mod merge;
 pub mod output;
 pub mod project;

@@ -204,6 +204,8 @@ pub struct BuildOutput {
     /// Why the reference's build fails where this one went on (a negative id it had to
     /// digest), worded as the reference's exception.
     pub error: Option<String>,
+    /// The memo the build used, for the projection's prefix checks (the same comparisons).
+    pub(crate) memo: Option<Arc<DigestMemo>>,
 }
 
 impl BuildOutput {

@@ -278,7 +278,7 @@ fn extend_chain(
     } else {
         link.interstitial
     };
-    let prompt = append_range(running, &node.prompt, start, end);
+    let prompt = append_range(build.memo.as_deref(), running, &node.prompt, start, end);
     let through = if prompt.ptr_eq(&node.prompt) {
         node.cumulative.clone()
     } else {
@@ -288,8 +288,17 @@ fn extend_chain(
 }
 
 /// `running` followed by `source[start..end]`, sharing `source` when `running` is its prefix.
-fn append_range(running: &TokenSeq, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
-    if end == source.len() && running.len() == start && source.starts_with(running) {
+fn append_range(
+    memo: Option<&super::memo::DigestMemo>,
+    running: &TokenSeq,
+    source: &TokenSeq,
+    start: usize,
+    end: usize,
+) -> TokenSeq {
+    if end == source.len()
+        && running.len() == start
+        && super::memo::starts_with(memo, source, running)
+    {
         return source.clone();
     }
     if start >= end {
@@ -420,12 +429,15 @@ pub(crate) fn project_main_chain(
             output_tokens,
         },
     };
-    check_contiguity(&response)?;
+    check_contiguity(&response, build.memo.as_deref())?;
     Ok(response)
 }
 
 /// Require every token-bearing item's prompt to extend everything before it.
-pub(crate) fn check_contiguity(response: &RebuiltResponse) -> Result<(), ProjectionError> {
+pub(crate) fn check_contiguity(
+    response: &RebuiltResponse,
+    memo: Option<&super::memo::DigestMemo>,
+) -> Result<(), ProjectionError> {
     let broken = || {
         ProjectionError(
             "AssertionError: projection is not prefix-contiguous: an output item's \
@@ -438,7 +450,7 @@ pub(crate) fn check_contiguity(response: &RebuiltResponse) -> Result<(), Project
         match item_tokens(item) {
             None => {}
             Some(ItemTokens::Carried(tokens)) => {
-                if !tokens.prompt.starts_with(&seen) {
+                if !super::memo::starts_with(memo, &tokens.prompt, &seen) {
                     return Err(broken());
                 }
                 seen = tokens.through.clone();

@@ -178,6 +178,21 @@ impl TokenSeq {
         out
     }
 
+    /// The token arrays this sequence is made of, in order, when there are at most `max`.
+    pub(crate) fn few_chunks(&self, max: usize) -> Option<Vec<Arc<[u64]>>> {
+        let mut out = Vec::new();
+        let mut current = self.0.as_deref();
+        while let Some(node) = current {
+            if out.len() == max {
+                return None;
+            }
+            out.push(Arc::clone(&node.chunk));
+            current = node.prefix.0.as_deref();
+        }
+        out.reverse();
+        Some(out)
+    }
+
     /// Iterate over the first `n` tokens (all of them when `n >= len`) chunk by chunk.
     pub(crate) fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u64]> {
         let mut remaining = n.min(self.len());

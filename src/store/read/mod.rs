@@ -363,13 +363,19 @@ fn strip(bytes: &[u8]) -> &[u8] {
 }
 
 /// Split `data[from..to]` at `\n` into (start, end) ranges without the newline.
-fn split_lines(data: &[u8], from: usize, to: usize) -> Vec<(usize, usize)> {
+fn split_lines(newlines: &[usize], from: usize, to: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut position = from;
-    while position < to {
-        let end = memchr::memchr(b'\n', &data[position..to]).map_or(to, |i| position + i);
-        out.push((position, end));
-        position = end + 1;
+    let first = newlines.partition_point(|&n| n < from);
+    for &newline in &newlines[first..] {
+        if newline >= to {
+            break;
+        }
+        out.push((position, newline));
+        position = newline + 1;
+    }
+    if position < to {
+        out.push((position, to));
     }
     out
 }
@@ -401,6 +407,10 @@ type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LineCache {
     lines: HashMap<(usize, usize), ParsedLine>,
+    /// Offsets of the newlines in the first `scanned` bytes (the file only grows while the
+    /// cache lives, so a read scans only the new bytes for them).
+    newlines: Vec<usize>,
+    scanned: usize,
     /// Keep results for the next read (live reading) instead of moving them out.
     keep: bool,
 }
@@ -409,14 +419,34 @@ impl LineCache {
     /// A cache that keeps its results between reads.
     pub fn kept() -> LineCache {
         LineCache {
-            lines: HashMap::new(),
             keep: true,
+            ..LineCache::default()
         }
     }
 
     /// Forget everything (the file was truncated or replaced).
     pub fn clear(&mut self) {
         self.lines.clear();
+        self.newlines.clear();
+        self.scanned = 0;
+    }
+
+    /// The offsets of every newline of `data`, scanning only the bytes not scanned before.
+    fn newlines(&mut self, data: &[u8]) -> Vec<usize> {
+        if data.len() < self.scanned {
+            // Not the same bytes (a cache used on another read): start over.
+            self.newlines.clear();
+            self.scanned = 0;
+        }
+        let from = self.scanned;
+        self.newlines
+            .extend(memchr::memchr_iter(b'\n', &data[from..]).map(|i| from + i));
+        self.scanned = data.len();
+        if self.keep {
+            self.newlines.clone()
+        } else {
+            std::mem::take(&mut self.newlines)
+        }
     }
 }
 
@@ -439,7 +469,8 @@ fn parse_records(
     cache: &mut LineCache,
     limit: usize,
 ) -> ParsedRecords {
-    let line_starts = LineIndex::new(data);
+    let newlines = cache.newlines(data);
+    let line_starts = LineIndex::new(&newlines, data.len());
     let legacy = state.legacy_index();
     let indexed = if legacy {
         0
@@ -492,7 +523,7 @@ fn parse_records(
             .flatten()
             .map(|(id, digest)| (id.clone(), digest.as_str().map(str::to_owned)))
             .collect();
-        let tail = split_lines(data, indexed, data.len());
+        let tail = split_lines(&newlines, indexed, data.len());
         // Line digests are needed only for call ids seen more than once.
         for &(start, end) in &tail {
             cache
@@ -577,7 +608,7 @@ fn parse_records(
     // The full read up to the cut.
     let mut records = Vec::new();
     let mut lines = Vec::new();
-    for (start, end) in split_lines(data, 0, cut) {
+    for (start, end) in split_lines(&newlines, 0, cut) {
         let at = line_starts.pos(start);
         let result = if cache.keep {
             cache
@@ -642,10 +673,11 @@ struct LineIndex {
 }
 
 impl LineIndex {
-    fn new(data: &[u8]) -> Self {
-        let mut starts = vec![0];
-        starts.extend(memchr::memchr_iter(b'\n', data).map(|i| i + 1));
-        if starts.len() > 1 && starts.last() == Some(&data.len()) {
+    fn new(newlines: &[usize], len: usize) -> Self {
+        let mut starts = Vec::with_capacity(newlines.len() + 1);
+        starts.push(0);
+        starts.extend(newlines.iter().map(|i| i + 1));
+        if starts.len() > 1 && starts.last() == Some(&len) {
             starts.pop();
         }
         LineIndex { starts }
