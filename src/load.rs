@@ -75,6 +75,23 @@ pub fn analyze_in_order<T: Send>(
     finish: impl Fn(Analysis) -> T + Sync,
     consume: impl FnMut(T) + Send,
 ) {
+    in_order(
+        locations,
+        |location| {
+            let options = options_for(options, rows, location);
+            finish(analyze(read_capture(location), &options))
+        },
+        consume,
+    );
+}
+
+/// Run `work` on every location on all cores; hand the results to `consume` in input order
+/// as soon as each and everything before it are done.
+fn in_order<T: Send>(
+    locations: &[RolloutLocation],
+    work: impl Fn(&RolloutLocation) -> T + Sync,
+    consume: impl FnMut(T) + Send,
+) {
     struct Emitter<T, C> {
         next: usize,
         waiting: BTreeMap<usize, T>,
@@ -97,8 +114,7 @@ pub fn analyze_in_order<T: Send>(
                     let Some(location) = locations.get(index) else {
                         break;
                     };
-                    let options = options_for(options, rows, location);
-                    let value = finish(analyze(read_capture(location), &options));
+                    let value = work(location);
                     let mut emitter = emitter
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -115,6 +131,20 @@ pub fn analyze_in_order<T: Send>(
             });
         }
     });
+}
+
+/// Read every location's capture in parallel and hand each result of `finish` to `consume`
+/// in input order (nothing is judged; for the replay timeline).
+pub(crate) fn read_in_order<T: Send>(
+    locations: &[RolloutLocation],
+    finish: impl Fn(crate::store::Capture) -> T + Sync,
+    consume: impl FnMut(T) + Send,
+) {
+    in_order(
+        locations,
+        |location| finish(read_capture(location)),
+        consume,
+    );
 }
 
 /// The bundled demo store, analyzed with default options (for unit tests).

@@ -77,17 +77,6 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Analyze every location with the observations of its row.
-fn analyze_rows(
-    locations: &[tokscope::store::RolloutLocation],
-    options: &VerdictOptions,
-    rows: &Rows,
-) -> Vec<Analysis> {
-    let mut out = Vec::with_capacity(locations.len());
-    analyze_in_order(locations, options, rows, |a| a, |a| out.push(a));
-    out
-}
-
 /// Refuse what cannot work before doing anything: rows paths that do not exist, and the same
 /// store given twice (also through a symlink) collapses to one.
 fn validate(cli: &mut Cli) -> anyhow::Result<()> {
@@ -153,12 +142,28 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         app.live.watching = watch_live;
         app
     } else {
+        // Replay: every rollout's summary as it is now, and a timeline of every call; a step
+        // judges again only the rollouts it changes, read back from their files.
         let rows = read_rows(&stores, &args.rows);
         let locations = locate(&stores, &[])?;
         let ids = locations.iter().map(|l| l.id.as_str()).collect();
         rows_message = rows.message(&ids);
-        let analyses = analyze_rows(&locations, &options, &rows);
-        tokscope::app::App::new(stores.clone(), analyses, options.clone(), size)
+        let mut summaries = Vec::with_capacity(locations.len());
+        analyze_in_order(
+            &locations,
+            &options,
+            &rows,
+            |analysis| tokscope::live::StoreEvent::updated(&analysis),
+            |event| summaries.push(event),
+        );
+        let mut app = tokscope::app::App::new_live(stores.clone(), options.clone(), size);
+        app.live.watching = false;
+        app.update(tokscope::app::Message::Store(summaries));
+        app.replay_on(tokscope::live::replay::Replay::from_store(
+            locations,
+            options.clone(),
+        ));
+        app
     };
     app.max_mask_fraction = args.max_mask_fraction;
     app.message = rows_message.map(tokscope::app::Notice::Store);

@@ -241,8 +241,8 @@ fn event_loop(
             if let Some(rollouts) = app.detail_requests() {
                 watch.focus(rollouts);
             }
-            if app.replay_request() {
-                watch.replay();
+            if let Some(rollouts) = app.replay_request() {
+                watch.replay(rollouts);
             }
         }
         dirty |= app.update(Message::Tick(Instant::now()));

@@ -118,7 +118,8 @@ impl App {
     /// them to the watcher, which answers with [`StoreEvent::Detail`](crate::live::StoreEvent::Detail) and keeps sending a
     /// detail when one of them changes.
     pub fn detail_requests(&mut self) -> Option<Vec<RolloutLocation>> {
-        if self.details.holds_all() {
+        // Replay answers from its own timeline (see `open_selected`).
+        if self.details.holds_all() || self.replay.is_some() {
             return None;
         }
         let wanted: Vec<RolloutLocation> = self
@@ -132,10 +133,12 @@ impl App {
         })
     }
 
-    /// Whether the watcher should read every rollout for replay (asked once; the answer is
-    /// [`StoreEvent::All`](crate::live::StoreEvent::All)).
-    pub fn replay_request(&mut self) -> bool {
+    /// The rollouts, in the app's order, when the watcher should make a replay timeline of
+    /// them (asked once; the answer is
+    /// [`StoreEvent::Timeline`](crate::live::StoreEvent::Timeline)).
+    pub fn replay_request(&mut self) -> Option<Vec<RolloutLocation>> {
         std::mem::take(&mut self.replay_requested)
+            .then(|| self.rollouts.iter().map(|s| s.location.clone()).collect())
     }
 
     /// The rollouts looked at: the selected one, then its neighbours in the list.

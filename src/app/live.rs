@@ -95,9 +95,12 @@ impl App {
     /// Take in changes from the watcher (held back while paused or replaying).
     pub(super) fn apply(&mut self, mut events: Vec<StoreEvent>) -> bool {
         // Every rollout read for replay: replay starts (never held back).
-        if let Some(at) = events.iter().position(|e| matches!(e, StoreEvent::All(_))) {
-            if let StoreEvent::All(analyses) = events.remove(at) {
-                self.replay_with(analyses);
+        if let Some(at) = events
+            .iter()
+            .position(|e| matches!(e, StoreEvent::Timeline(_)))
+        {
+            if let StoreEvent::Timeline(timeline) = events.remove(at) {
+                self.replay_on(*timeline);
             }
             if events.is_empty() {
                 return true;
@@ -134,7 +137,7 @@ impl App {
                 }
                 StoreEvent::Error(error) => self.message = Some(Notice::Store(error)),
                 StoreEvent::Ready => self.live.ready = true,
-                StoreEvent::All(_) => {}
+                StoreEvent::Timeline(_) => {}
                 StoreEvent::Progress { read, total } => self.live.progress = Some((read, total)),
                 StoreEvent::StoreGone(dir) => {
                     self.message = Some(Notice::StoreGone(dir.clone()));

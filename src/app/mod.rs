@@ -153,7 +153,7 @@ pub struct App {
     /// Full analyses of the rollouts being looked at.
     pub details: Details,
     /// The rollouts whose details were last asked of the watcher.
-    requested: Vec<RolloutLocation>,
+    pub(super) requested: Vec<RolloutLocation>,
     /// Replay was asked for and waits for every rollout's analysis from the watcher.
     replay_wanted: bool,
     /// Replay was asked for and the watcher not told yet.
@@ -737,6 +737,13 @@ impl App {
             return;
         }
         self.details.touch(index);
+        if !self.details.contains(index)
+            && let Some(replay) = &self.replay
+        {
+            // Replaying: the rollout as it stood at the current call, from the timeline.
+            let analysis = replay.replay.analysis_at(index);
+            self.details.insert(index, std::sync::Arc::new(analysis));
+        }
         // Not read yet: the view opens when the watcher's answer arrives.
         self.view = self
             .details

@@ -54,7 +54,11 @@ impl ReplayState {
     /// Replay `analyses`, starting at the present (step back from here).
     pub fn start(analyses: &[&Analysis], options: VerdictOptions) -> ReplayState {
         let captures = analyses.iter().map(|a| a.capture.clone()).collect();
-        let mut replay = Replay::new(captures, options);
+        ReplayState::on(Replay::new(captures, options))
+    }
+
+    /// Replay along `replay`'s timeline, starting at the present.
+    pub fn on(mut replay: Replay) -> ReplayState {
         let end = replay.len();
         replay.seek(end);
         ReplayState {
@@ -172,6 +176,8 @@ impl App {
                 self.details = details;
             }
             self.view = None;
+            // Ask the watcher again for what is looked at.
+            self.requested.clear();
             self.list.refresh(&self.rollouts, false);
             self.after_change(None);
             // Catch up with what the watcher sent meanwhile.
@@ -181,7 +187,7 @@ impl App {
             return;
         }
         if !self.details.holds_all() {
-            // Replay needs every rollout's records: the watcher reads them (see
+            // The timeline needs every rollout's record times: the watcher reads them (see
             // [`App::replay_request`]) and replay starts when they arrive.
             if !self.replay_wanted {
                 self.replay_wanted = true;
@@ -200,34 +206,29 @@ impl App {
         self.message = Some(Notice::ReplayOn);
     }
 
-    /// Every rollout's analysis arrived for replay (see [`App::replay_request`]): start it.
-    pub(super) fn replay_with(&mut self, analyses: Vec<Analysis>) {
+    /// The timeline arrived (see [`App::replay_request`]; its rollouts are the app's, in
+    /// the app's order): replay starts at the present. Only the rollouts a step changes are
+    /// judged again, each read back from its files; the app keeps their summaries and the
+    /// analyses of those looked at, as when live.
+    pub fn replay_on(&mut self, timeline: Replay) {
         self.replay_wanted = false;
-        for analysis in &analyses {
-            self.take_summary(Summary::of(analysis));
-        }
-        let mut ordered: Vec<Option<Analysis>> = vec![None; self.rollouts.len()];
-        for analysis in analyses {
-            if let Some(&index) = self.index_of.get(&analysis.capture.location) {
-                ordered[index] = Some(analysis);
-            }
-        }
-        let Some(ordered) = ordered.into_iter().collect::<Option<Vec<Analysis>>>() else {
+        if timeline.rollouts() != self.rollouts.len() {
+            // Rollouts appeared meanwhile: ask again.
+            self.replay_wanted = true;
+            self.replay_requested = true;
             return;
-        };
-        let mut replay =
-            ReplayState::start(&ordered.iter().collect::<Vec<_>>(), self.options.clone());
-        let before = std::mem::replace(&mut self.details, Details::all(ordered));
-        replay.original = Some((self.rollouts.clone(), before));
+        }
+        let mut replay = ReplayState::on(timeline);
+        replay.original = Some((self.rollouts.clone(), self.details.clone()));
         self.replay = Some(replay);
-        self.view = None;
-        self.after_change(None);
         self.message = Some(Notice::ReplayOn);
     }
 
     /// Start replay at the first call (for `tokscope replay`).
     pub fn start_replay(&mut self) {
-        self.toggle_replay();
+        if self.replay.is_none() {
+            self.toggle_replay();
+        }
         if let Some(replay) = &mut self.replay {
             let rollouts = replay.seek(1);
             self.after_seek(&rollouts);
@@ -278,6 +279,7 @@ impl App {
             .map(|&rollout| replay.replay.analysis_at(rollout))
             .collect();
         let open = self.view.as_ref().map(|v| v.index);
+        let looked_at = self.looked_at();
         let mut kept = None;
         for (&rollout, analysis) in rollouts.iter().zip(analyses) {
             if Some(rollout) == open
@@ -286,7 +288,13 @@ impl App {
             {
                 kept = Some(view.keep(before));
             }
-            self.take_detail(analysis);
+            if self.details.holds_all() || looked_at.contains(&rollout) {
+                self.take_detail(analysis);
+            } else {
+                // Only its summary is kept; its analysis is made again if it is selected.
+                self.take_summary(Summary::of(&analysis));
+                self.details.remove(rollout);
+            }
             self.live.recent.insert(rollout, self.now);
         }
         self.after_change(kept);

@@ -323,3 +323,41 @@ fn export_asks_before_replacing_a_file() {
     );
     assert_ne!(std::fs::read(&target).expect("read"), b"keep me");
 }
+
+#[test]
+fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
+    let store = demo_store();
+    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    let mut app = App::new_live(vec![store], VerdictOptions::default(), viewport());
+    app.update(Message::Store(
+        analyses.iter().map(StoreEvent::updated).collect(),
+    ));
+    act(&mut app, Action::ToggleReplay);
+    assert_eq!(app.message, Some(Notice::ReplayReading));
+    let wanted = app.replay_request().expect("a timeline is asked for");
+    assert_eq!(wanted.len(), app.rollouts.len());
+    assert_eq!(app.replay_request(), None, "asked once");
+    // The watcher's answer: a timeline read from the files, over the app's rollouts.
+    let timeline = crate::live::replay::Replay::from_store(wanted, VerdictOptions::default());
+    app.update(Message::Store(vec![StoreEvent::Timeline(Box::new(
+        timeline,
+    ))]));
+    assert!(app.replay.is_some());
+    app.start_replay();
+    let records: usize = app.rollouts.iter().map(|s| s.records).sum();
+    assert_eq!(records, 1, "one call in");
+    assert!(
+        app.view.is_some(),
+        "the selected rollout opens from the timeline"
+    );
+    assert!(app.details.len() <= super::details::DETAIL_CACHE);
+    act(&mut app, Action::StepForward);
+    let records: usize = app.rollouts.iter().map(|s| s.records).sum();
+    assert_eq!(records, 2);
+    act(&mut app, Action::ToggleReplay);
+    assert!(app.replay.is_none());
+    let now: Vec<usize> = app.rollouts.iter().map(|s| s.records).collect();
+    let present: Vec<usize> = analyses.iter().map(|a| a.capture.records.len()).collect();
+    assert_eq!(now, present, "back to the present");
+}

@@ -167,8 +167,8 @@ pub enum StoreEvent {
     Updated(Box<Summary>),
     /// The full analysis of a rollout the UI looks at (asked for, or changed).
     Detail(Box<Analysis>),
-    /// Every rollout's analysis, read for replay (asked with [`watch::Watch::replay`]).
-    All(Vec<Analysis>),
+    /// A replay timeline over the rollouts asked for (with [`watch::Watch::replay`]).
+    Timeline(Box<replay::Replay>),
     /// The first scan: rollouts read so far, of how many.
     Progress {
         /// Rollouts read.
@@ -291,13 +291,10 @@ impl LiveStore {
         }
     }
 
-    /// The UI now looks at `focus`: the full analyses of those it did not look at before.
+    /// The UI now looks at `focus`: their full analyses (the UI asks only when what it looks
+    /// at changed, and may have dropped one it looked at before).
     pub fn set_focus(&mut self, focus: Vec<RolloutLocation>) -> Vec<StoreEvent> {
-        let new: Vec<RolloutLocation> = focus
-            .iter()
-            .filter(|l| !self.focus.contains(l))
-            .cloned()
-            .collect();
+        let new = focus.clone();
         self.focus = focus;
         let mut events = Vec::new();
         for location in new {
@@ -349,22 +346,10 @@ impl LiveStore {
             .sum()
     }
 
-    /// Every rollout's analysis now (for replay); cooled rollouts are read and cooled again.
-    pub fn analyze_all(&mut self) -> Vec<Analysis> {
-        let mut locations: Vec<RolloutLocation> = self.rollouts.keys().cloned().collect();
-        locations.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
-        let mut analyses = Vec::with_capacity(locations.len());
-        for location in locations {
-            let options = crate::load::options_for(&self.options, &self.rows, &location);
-            if let Some(rollout) = self.rollouts.get_mut(&location) {
-                let cold = rollout.records.is_cold();
-                analyses.push(rollout.analyze_now(&options));
-                if cold {
-                    rollout.cool();
-                }
-            }
-        }
-        analyses
+    /// A replay timeline over `locations` (in the order given), each read once for its
+    /// records' times (see [`replay::Replay::from_store`]).
+    pub fn timeline(&self, locations: Vec<RolloutLocation>) -> replay::Replay {
+        replay::Replay::from_store(locations, self.options.clone())
     }
 
     /// Rollouts kept hot.

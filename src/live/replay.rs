@@ -1,7 +1,10 @@
 //! Replaying a recorded store: every call in `created_at` order, the store rebuilt as it
 //! stood after each one.
 
-use crate::store::{Capture, RolloutState};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use crate::store::{Capture, RolloutLocation, RolloutState, read_capture};
 use crate::verdict::{Analysis, VerdictOptions, analyze};
 
 /// One recorded call on the timeline.
@@ -9,36 +12,98 @@ use crate::verdict::{Analysis, VerdictOptions, analyze};
 pub struct Moment {
     /// `created_at` of the record.
     pub time: f64,
-    /// Which rollout (index into the captures).
+    /// Which rollout (index into the rollouts).
     pub rollout: usize,
     /// Which record of it.
     pub record: usize,
 }
 
+/// Captures read back from the files while seeking: the few most recent are kept.
+const READ_BACK: usize = 8;
+
+/// Where the full captures come from.
+#[derive(Debug)]
+enum Captures {
+    /// Given up front (small stores, tests): kept.
+    Held(Vec<Arc<Capture>>),
+    /// Read again from the files when a rollout changes (the timeline holds only times and
+    /// call ids, so memory does not grow with the store); the last few are kept.
+    Files {
+        locations: Vec<RolloutLocation>,
+        recent: Mutex<VecDeque<(usize, Arc<Capture>)>>,
+    },
+}
+
+impl Clone for Captures {
+    fn clone(&self) -> Self {
+        match self {
+            Captures::Held(captures) => Captures::Held(captures.clone()),
+            Captures::Files { locations, .. } => Captures::Files {
+                locations: locations.clone(),
+                recent: Mutex::new(VecDeque::new()),
+            },
+        }
+    }
+}
+
 /// A store on a timeline.
 #[derive(Clone, Debug)]
 pub struct Replay {
-    captures: Vec<Capture>,
+    captures: Captures,
     moments: Vec<Moment>,
+    /// The call id of each moment.
+    calls: Vec<Box<str>>,
     /// For each rollout, for each record, its position on the timeline.
     position_of: Vec<Vec<usize>>,
     position: usize,
     options: VerdictOptions,
 }
 
+/// Each record's `created_at` and call id, in file order.
+type RecordTimes = Vec<(f64, Box<str>)>;
+
+fn record_times(capture: &Capture) -> RecordTimes {
+    capture
+        .records
+        .iter()
+        .map(|r| (r.created_at, r.model_call_id.as_str().into()))
+        .collect()
+}
+
 impl Replay {
-    /// A timeline over every record of `captures`, positioned before the first call.
+    /// A timeline over every record of `captures` (kept), positioned before the first call.
     pub fn new(captures: Vec<Capture>, options: VerdictOptions) -> Replay {
-        let mut moments: Vec<Moment> = captures
+        let times = captures.iter().map(record_times).collect();
+        let captures = Captures::Held(captures.into_iter().map(Arc::new).collect());
+        Replay::with_times(captures, times, options)
+    }
+
+    /// A timeline over every record of the rollouts at `locations`, each read once (on all
+    /// cores) for its records' times; while seeking, a changed rollout is read again.
+    pub fn from_store(locations: Vec<RolloutLocation>, options: VerdictOptions) -> Replay {
+        let mut times = Vec::with_capacity(locations.len());
+        crate::load::read_in_order(
+            &locations,
+            |capture| record_times(&capture),
+            |t| times.push(t),
+        );
+        let captures = Captures::Files {
+            locations,
+            recent: Mutex::new(VecDeque::new()),
+        };
+        Replay::with_times(captures, times, options)
+    }
+
+    fn with_times(captures: Captures, times: Vec<RecordTimes>, options: VerdictOptions) -> Replay {
+        let mut moments: Vec<Moment> = times
             .iter()
             .enumerate()
-            .flat_map(|(rollout, capture)| {
-                capture
-                    .records
+            .flat_map(|(rollout, records)| {
+                records
                     .iter()
                     .enumerate()
-                    .map(move |(record, r)| Moment {
-                        time: r.created_at,
+                    .map(move |(record, (time, _))| Moment {
+                        time: *time,
                         rollout,
                         record,
                     })
@@ -50,17 +115,42 @@ impl Replay {
                 .then(a.rollout.cmp(&b.rollout))
                 .then(a.record.cmp(&b.record))
         });
-        let mut position_of: Vec<Vec<usize>> =
-            captures.iter().map(|c| vec![0; c.records.len()]).collect();
+        let mut position_of: Vec<Vec<usize>> = times.iter().map(|t| vec![0; t.len()]).collect();
         for (position, moment) in moments.iter().enumerate() {
             position_of[moment.rollout][moment.record] = position;
         }
+        let calls = moments
+            .iter()
+            .map(|m| times[m.rollout][m.record].1.clone())
+            .collect();
         Replay {
             captures,
             moments,
+            calls,
             position_of,
             position: 0,
             options,
+        }
+    }
+
+    /// The full capture of `rollout`: held, or read again from its files.
+    fn full_capture(&self, rollout: usize) -> Arc<Capture> {
+        match &self.captures {
+            Captures::Held(captures) => Arc::clone(&captures[rollout]),
+            Captures::Files { locations, recent } => {
+                let mut recent = recent
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some((_, capture)) = recent.iter().find(|(r, _)| *r == rollout) {
+                    return Arc::clone(capture);
+                }
+                let capture = Arc::new(read_capture(&locations[rollout]));
+                recent.push_back((rollout, Arc::clone(&capture)));
+                if recent.len() > READ_BACK {
+                    recent.pop_front();
+                }
+                capture
+            }
         }
     }
 
@@ -96,7 +186,15 @@ impl Replay {
 
     /// Number of rollouts.
     pub fn rollouts(&self) -> usize {
-        self.captures.len()
+        self.position_of.len()
+    }
+
+    /// Records of `rollout` applied at the current position.
+    fn applied(&self, rollout: usize) -> usize {
+        self.position_of[rollout]
+            .iter()
+            .filter(|&&p| p < self.position)
+            .count()
     }
 
     /// Move to `position` (clamped); returns the rollouts whose state changed.
@@ -118,18 +216,28 @@ impl Replay {
 
     /// Position just after the call `call_id`, if it is on the timeline.
     pub(crate) fn position_of_call(&self, call_id: &str) -> Option<usize> {
-        self.moments
+        self.calls
             .iter()
-            .position(|m| self.captures[m.rollout].records[m.record].model_call_id == call_id)
+            .position(|call| &**call == call_id)
             .map(|p| p + 1)
     }
 
     /// The capture of `rollout` as it stood at the current position.
     pub(crate) fn capture_at(&self, rollout: usize) -> Capture {
-        let full = &self.captures[rollout];
         let positions = &self.position_of[rollout];
+        if self.applied(rollout) == 0 {
+            // Nothing of it has happened yet: nothing to read.
+            return Capture::unborn(match &self.captures {
+                Captures::Files { locations, .. } => locations[rollout].clone(),
+                Captures::Held(captures) => captures[rollout].location.clone(),
+            });
+        }
+        let full = self.full_capture(rollout);
+        let full = &*full;
+        // Records written after the timeline was made are not on it: not applied.
+        let on_timeline = |r: usize| positions.get(r).is_some_and(|&p| p < self.position);
         let applied: Vec<usize> = (0..full.records.len())
-            .filter(|&r| positions[r] < self.position)
+            .filter(|&r| on_timeline(r))
             .collect();
         if applied.len() == full.records.len() && self.position > 0 {
             return full.clone();
@@ -145,7 +253,7 @@ impl Replay {
         capture.sentinel = None;
         capture.issues.clear();
         // Intents of the calls made so far, and of the next one (in flight).
-        let next = (0..full.records.len())
+        let next = (0..full.records.len().min(positions.len()))
             .filter(|&r| positions[r] >= self.position)
             .min_by_key(|&r| positions[r])
             .filter(|_| !applied.is_empty());
@@ -222,5 +330,44 @@ mod tests {
         }
         assert_eq!(replay.position_of_call("b1"), Some(2));
         assert_eq!(replay.seek(0), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_timeline_from_the_files_holds_no_capture_and_converges_too() {
+        let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+        let locations = crate::load::locate(&[store], &[]).unwrap();
+        let cold: Vec<Analysis> = crate::load::analyze_all(&locations, &VerdictOptions::default());
+        let held = Replay::new(
+            locations.iter().map(read_capture).collect(),
+            VerdictOptions::default(),
+        );
+        let mut replay = Replay::from_store(locations.clone(), VerdictOptions::default());
+        assert_eq!(replay.len(), held.len());
+        assert_eq!(replay.calls, held.calls, "the same timeline");
+        let Captures::Files { recent, .. } = &replay.captures else {
+            panic!("read back from the files");
+        };
+        assert!(
+            recent.lock().unwrap().is_empty(),
+            "nothing kept after the first read"
+        );
+        // Midway, the rollouts agree with the held timeline's; at the end, with cold reads.
+        let mut held = held;
+        for position in [1, replay.len() / 2, replay.len()] {
+            assert_eq!(replay.seek(position), held.seek(position));
+            for (index, location) in locations.iter().enumerate() {
+                let a = serde_json::to_value(replay.analysis_at(index).report()).unwrap();
+                let b = serde_json::to_value(held.analysis_at(index).report()).unwrap();
+                assert_eq!(a, b, "{} at {position}", location.id);
+            }
+            let Captures::Files { recent, .. } = &replay.captures else {
+                unreachable!()
+            };
+            assert!(recent.lock().unwrap().len() <= READ_BACK);
+        }
+        for (index, cold) in cold.iter().enumerate() {
+            let now = serde_json::to_value(replay.analysis_at(index).report()).unwrap();
+            assert_eq!(now, serde_json::to_value(cold.report()).unwrap());
+        }
     }
 }

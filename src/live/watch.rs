@@ -37,15 +37,17 @@ enum Input {
 enum Request {
     /// The UI looks at these rollouts now.
     Focus(Vec<RolloutLocation>),
-    /// The UI wants every rollout's analysis (replay).
-    All,
+    /// The UI wants a replay timeline over these rollouts.
+    Timeline(Vec<RolloutLocation>),
 }
 
 /// Answer a request of the UI; `false` when the UI is gone.
 fn answer(request: Request, store: &mut LiveStore, sender: &Sender<StoreEvent>) -> bool {
     match request {
         Request::Focus(rollouts) => send_all(sender, Ok(store.set_focus(rollouts))),
-        Request::All => sender.send(StoreEvent::All(store.analyze_all())).is_ok(),
+        Request::Timeline(rollouts) => sender
+            .send(StoreEvent::Timeline(Box::new(store.timeline(rollouts))))
+            .is_ok(),
     }
 }
 
@@ -83,9 +85,10 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Read every rollout for replay: answered with [`StoreEvent::All`].
-    pub fn replay(&self) {
-        let _ = self.inputs.send(Input::Ui(Request::All));
+    /// Make a replay timeline over `rollouts` (the app's, in its order): answered with
+    /// [`StoreEvent::Timeline`].
+    pub fn replay(&self, rollouts: Vec<RolloutLocation>) {
+        let _ = self.inputs.send(Input::Ui(Request::Timeline(rollouts)));
     }
 
     /// The UI looks at `rollouts` now (see [`crate::app::App::detail_requests`]): their full
@@ -277,13 +280,13 @@ fn run(
     // File-system events and replay requests that arrive during the first scan wait; what
     // the UI looks at is read first.
     let mut held = Vec::new();
-    let mut replay = false;
+    let mut replay = None;
     let scanned = store.first_scan(&mut |event| sender.send(event).is_ok(), &mut || {
         let mut focus = None;
         for input in inputs.try_iter() {
             match input {
                 Input::Ui(Request::Focus(rollouts)) => focus = Some(rollouts),
-                Input::Ui(Request::All) => replay = true,
+                Input::Ui(Request::Timeline(rollouts)) => replay = Some(rollouts),
                 Input::Fs(event) => held.push(event),
             }
         }
@@ -305,7 +308,9 @@ fn run(
     if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
-    if replay && !answer(Request::All, &mut store, &sender) {
+    if let Some(rollouts) = replay
+        && !answer(Request::Timeline(rollouts), &mut store, &sender)
+    {
         return;
     }
     match options.mode {

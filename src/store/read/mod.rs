@@ -122,6 +122,22 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// A rollout none of whose files exists yet (replay, before its first call).
+    pub fn unborn(location: RolloutLocation) -> Capture {
+        Capture {
+            location,
+            state: RolloutState::absent(),
+            has_records_file: false,
+            records: Vec::new(),
+            record_lines: Vec::new(),
+            issues: Vec::new(),
+            intents: Vec::new(),
+            sentinel: None,
+            records_bytes: 0,
+            files_present: false,
+        }
+    }
+
     /// The first issue that makes the reference consumer fail the read, if any.
     pub(crate) fn fatal(&self) -> Option<&ReadIssue> {
         self.issues.iter().find(|issue| issue.fatal)
