@@ -85,11 +85,11 @@ pub fn analyze_in_order<T: Send>(
     );
 }
 
-/// Run `work` on every location on all cores; hand the results to `consume` in input order
-/// as soon as each and everything before it are done.
-fn in_order<T: Send>(
-    locations: &[RolloutLocation],
-    work: impl Fn(&RolloutLocation) -> T + Sync,
+/// Run `work` on every item on all cores; hand the results to `consume` in input order as
+/// soon as each and everything before it are done.
+pub(crate) fn in_order<I: Sync, T: Send>(
+    locations: &[I],
+    work: impl Fn(&I) -> T + Sync,
     consume: impl FnMut(T) + Send,
 ) {
     struct Emitter<T, C> {

@@ -148,19 +148,28 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         let locations = locate(&stores, &[])?;
         let ids = locations.iter().map(|l| l.id.as_str()).collect();
         rows_message = rows.message(&ids);
-        let mut summaries = Vec::with_capacity(locations.len());
+        let (mut summaries, mut times) = (Vec::new(), Vec::new());
         analyze_in_order(
             &locations,
             &options,
             &rows,
-            |analysis| tokscope::live::StoreEvent::updated(&analysis),
-            |event| summaries.push(event),
+            |analysis| {
+                (
+                    tokscope::live::StoreEvent::updated(&analysis),
+                    tokscope::live::replay::record_times(&analysis.capture),
+                )
+            },
+            |(summary, record_times)| {
+                summaries.push(summary);
+                times.push(record_times);
+            },
         );
         let mut app = tokscope::app::App::new_live(stores.clone(), options.clone(), size);
         app.live.watching = false;
         app.update(tokscope::app::Message::Store(summaries));
-        app.replay_on(tokscope::live::replay::Replay::from_store(
+        app.replay_on(tokscope::live::replay::Replay::from_times(
             locations,
+            times,
             options.clone(),
         ));
         app

@@ -274,26 +274,39 @@ impl App {
         if rollouts.is_empty() {
             return;
         }
-        let analyses: Vec<Analysis> = rollouts
-            .iter()
-            .map(|&rollout| replay.replay.analysis_at(rollout))
-            .collect();
-        let open = self.view.as_ref().map(|v| v.index);
+        // Judged again on all cores; only the summaries are kept, and the analyses of the
+        // rollouts looked at (memory does not grow with the number of rollouts a jump moves).
         let looked_at = self.looked_at();
+        let holds_all = self.details.holds_all();
+        let mut results: Vec<(usize, Summary, Option<Analysis>)> = Vec::new();
+        crate::load::in_order(
+            rollouts,
+            |&rollout| {
+                let analysis = replay.replay.analysis_at(rollout);
+                let summary = Summary::of(&analysis);
+                let keep = holds_all || looked_at.contains(&rollout);
+                (rollout, summary, keep.then_some(analysis))
+            },
+            |result| results.push(result),
+        );
+        let open = self.view.as_ref().map(|v| v.index);
         let mut kept = None;
-        for (&rollout, analysis) in rollouts.iter().zip(analyses) {
+        for (rollout, summary, analysis) in results {
             if Some(rollout) == open
                 && let Some(view) = &self.view
                 && let Some(before) = self.details.get(rollout)
             {
                 kept = Some(view.keep(before));
             }
-            if self.details.holds_all() || looked_at.contains(&rollout) {
-                self.take_detail(analysis);
-            } else {
-                // Only its summary is kept; its analysis is made again if it is selected.
-                self.take_summary(Summary::of(&analysis));
-                self.details.remove(rollout);
+            match analysis {
+                Some(analysis) => {
+                    self.take_detail(analysis);
+                }
+                None => {
+                    // Its analysis is made again if it is selected.
+                    self.take_summary(summary);
+                    self.details.remove(rollout);
+                }
             }
             self.live.recent.insert(rollout, self.now);
         }

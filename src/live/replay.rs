@@ -60,9 +60,10 @@ pub struct Replay {
 }
 
 /// Each record's `created_at` and call id, in file order.
-type RecordTimes = Vec<(f64, Box<str>)>;
+pub type RecordTimes = Vec<(f64, Box<str>)>;
 
-fn record_times(capture: &Capture) -> RecordTimes {
+/// What the timeline keeps of a rollout: its records' times and call ids.
+pub fn record_times(capture: &Capture) -> RecordTimes {
     capture
         .records
         .iter()
@@ -87,6 +88,16 @@ impl Replay {
             |capture| record_times(&capture),
             |t| times.push(t),
         );
+        Replay::from_times(locations, times, options)
+    }
+
+    /// A timeline over the rollouts at `locations` whose records' times were already read
+    /// (`times[i]` for `locations[i]`).
+    pub fn from_times(
+        locations: Vec<RolloutLocation>,
+        times: Vec<RecordTimes>,
+        options: VerdictOptions,
+    ) -> Replay {
         let captures = Captures::Files {
             locations,
             recent: Mutex::new(VecDeque::new()),
