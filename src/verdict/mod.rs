@@ -190,7 +190,9 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         records,
         &BuildOptions {
             terminal_call_id: terminal_call_id.clone(),
-            digest_memo: options.digest_memo.clone(),
+            // Without one to carry over, a memo for this build alone: the projection then
+            // reuses the link checks' prefix comparisons instead of repeating them.
+            digest_memo: Some(options.digest_memo.clone().unwrap_or_default()),
         },
     );
     let projected = match &build.error {

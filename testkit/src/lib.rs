@@ -288,15 +288,22 @@ pub fn linear_rollout(
 /// sixth rollout (5k–40k in the others), every third rollout stored as delta records. All
 /// frozen and clean. Returns the number of calls written.
 pub fn write_bench_store(dir: &Path) -> std::io::Result<usize> {
+    write_bench_store_scaled(dir, 1)
+}
+
+/// [`write_bench_store`] with every prompt `scale` times as long (the store grows about
+/// as much: `scale` 5 writes 228 MB).
+pub fn write_bench_store_scaled(dir: &Path, scale: usize) -> std::io::Result<usize> {
     let mut rng = Rng::new(2026);
     let mut total_calls = 0;
     for index in 0..24 {
         let calls = rng.range(30, 61) as usize;
-        let final_prompt = if index % 6 == 0 {
-            100_000
-        } else {
-            rng.range(5_000, 40_000) as usize
-        };
+        let final_prompt = scale
+            * if index % 6 == 0 {
+                100_000
+            } else {
+                rng.range(5_000, 40_000) as usize
+            };
         let grow = final_prompt / calls / 2;
         let delta = index % 3 == 2;
         let mut rollout = linear_rollout(
