@@ -148,6 +148,7 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         let locations = locate(&stores, &[])?;
         let ids = locations.iter().map(|l| l.id.as_str()).collect();
         rows_message = rows.message(&ids);
+        eprintln!("tokscope: reading {} rollouts for replay…", locations.len());
         let (mut summaries, mut times) = (Vec::new(), Vec::new());
         analyze_in_order(
             &locations,

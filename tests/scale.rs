@@ -165,3 +165,47 @@ fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
         );
     }
 }
+
+#[test]
+fn a_long_replay_jump_moves_a_bounded_number_of_rollouts_a_tick() {
+    let dir = store();
+    let stores = vec![dir.path().to_path_buf()];
+    let analyses = tokscope::load::analyze_all(
+        &tokscope::load::locate(&stores, &[]).unwrap(),
+        &VerdictOptions::default(),
+    );
+    let mut app = App::new(
+        stores,
+        analyses,
+        VerdictOptions::default(),
+        common::viewport(120, 40),
+    );
+    app.start_replay();
+    let end = app.replay.as_ref().unwrap().replay.len();
+    // Jump to the end: all 150 rollouts change, at most SEEK_BUDGET of them per tick.
+    common::key(&mut app, crossterm::event::KeyCode::Char(':'));
+    for c in end.to_string().chars() {
+        common::key(&mut app, crossterm::event::KeyCode::Char(c));
+    }
+    common::key(&mut app, crossterm::event::KeyCode::Enter);
+    let mut ticks = 0;
+    let mut now = app.now;
+    while app.replay.as_ref().unwrap().seeking.is_some() {
+        let before = app.replay.as_ref().unwrap().replay.position();
+        now += std::time::Duration::from_millis(30);
+        app.update(Message::Tick(now));
+        assert!(
+            app.replay.as_ref().unwrap().replay.position() > before,
+            "progress each tick"
+        );
+        ticks += 1;
+        assert!(ticks < 100);
+    }
+    assert_eq!(app.replay.as_ref().unwrap().replay.position(), end);
+    assert!(
+        ticks >= ROLLOUTS / tokscope::app::replay::SEEK_BUDGET,
+        "{ticks} ticks"
+    );
+    let records: usize = app.rollouts.iter().map(|s| s.records).sum();
+    assert_eq!(records, end, "every call applied");
+}

@@ -133,6 +133,11 @@ impl App {
         })
     }
 
+    /// Whether replay was asked for and waits for the watcher's timeline.
+    pub fn replay_pending(&self) -> bool {
+        self.replay_wanted
+    }
+
     /// The rollouts, in the app's order, when the watcher should make a replay timeline of
     /// them (asked once; the answer is
     /// [`StoreEvent::Timeline`](crate::live::StoreEvent::Timeline)).

@@ -20,7 +20,14 @@ pub struct ReplayState {
     pub speed: f64,
     /// Wall clock and store time when play started.
     pub anchor: Option<(Instant, f64)>,
+    /// A jump still on its way to this call (it moves a bounded number of rollouts a tick).
+    pub seeking: Option<usize>,
 }
+
+/// Rollouts a jump or a play tick judges again at most before the screen is drawn (each is
+/// read back from its files): a jump across more moves over several ticks, and play on a
+/// dense timeline runs as fast as this allows.
+pub const SEEK_BUDGET: usize = 64;
 
 /// Where a jump goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,13 +74,22 @@ impl ReplayState {
             playing: None,
             speed: 10.0,
             anchor: None,
+            seeking: None,
         }
     }
 
-    /// Stop playing.
+    /// Stop playing (and any jump on its way).
     pub fn stop(&mut self) {
         self.playing = None;
         self.anchor = None;
+        self.seeking = None;
+    }
+
+    /// Move toward call `target` within the budget; the rest of the way on later ticks.
+    fn seek_bounded(&mut self, target: usize) -> Vec<usize> {
+        let changed = self.replay.seek_toward(target, SEEK_BUDGET);
+        self.seeking = (self.replay.position() != target.min(self.replay.len())).then_some(target);
+        changed
     }
 
     /// Step `delta` calls (stops playing).
@@ -114,24 +130,28 @@ impl ReplayState {
         }
     }
 
-    /// Jump; `None` when the target names no call.
+    /// Jump; `None` when the target names no call. A jump that changes more than
+    /// [`SEEK_BUDGET`] rollouts continues on the next ticks (see [`ReplayState::advance`]).
     pub fn jump(&mut self, target: &JumpTarget) -> Option<Vec<usize>> {
-        Some(match target {
+        let position = match target {
             JumpTarget::Offset(offset) => {
                 let start = self.replay.start().unwrap_or(0.0);
-                self.replay.seek_time(start + offset)
+                self.replay.position_at(start + offset)
             }
-            JumpTarget::Call(position) => self.replay.seek(*position),
-            JumpTarget::CallId(call) => {
-                let position = self.replay.position_of_call(call)?;
-                self.replay.seek(position)
-            }
-        })
+            JumpTarget::Call(position) => *position,
+            JumpTarget::CallId(call) => self.replay.position_of_call(call)?,
+        };
+        self.playing = None;
+        self.anchor = None;
+        Some(self.seek_bounded(position))
     }
 
     /// The clock moved: the calls now due while playing (`None` when nothing is due), and
     /// whether play just reached the end.
     pub(crate) fn advance(&mut self, now: Instant) -> (Option<Vec<usize>>, bool) {
+        if let Some(target) = self.seeking {
+            return (Some(self.seek_bounded(target)), false);
+        }
         let (Some(speed), Some((wall, store))) = (self.playing, self.anchor) else {
             return (None, false);
         };
@@ -141,9 +161,16 @@ impl ReplayState {
             .moments()
             .get(self.replay.position())
             .map(|m| m.time);
-        let changed = next
-            .is_some_and(|t| t <= target)
-            .then(|| self.replay.seek_time(target));
+        let changed = next.is_some_and(|t| t <= target).then(|| {
+            let due = self.replay.position_at(target);
+            let changed = self.replay.seek_toward(due, SEEK_BUDGET);
+            if self.replay.position() < due {
+                // Too many rollouts due at once: play on from where this tick got to.
+                let reached = self.replay.time().unwrap_or(target);
+                self.anchor = Some((now, reached));
+            }
+            changed
+        });
         let ended = self.replay.position() >= self.replay.len();
         if ended {
             self.stop();

@@ -140,9 +140,10 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     if let Some(replay) = &app.replay {
         let r = &replay.replay;
         let offset = r.time().zip(r.start()).map_or(0.0, |(t, s)| t - s);
-        let play = match replay.playing {
-            Some(speed) => format!("▶ {speed}×"),
-            None => "❚❚".into(),
+        let play = match (replay.seeking, replay.playing) {
+            (Some(target), _) => format!("⇢ {target}"),
+            (None, Some(speed)) => format!("▶ {speed}×"),
+            (None, None) => "❚❚".into(),
         };
         spans.push(Span::styled(
             format!(
@@ -160,6 +161,8 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 format!("⚠ STORE GONE {} ", sanitize(&dir.display().to_string())),
                 theme.problem().patch(theme.selected()),
             ));
+        } else if app.replay_pending() {
+            spans.push(Span::styled(strings::READING_FOR_REPLAY, theme.dim()));
         } else if live.paused {
             spans.push(Span::styled(
                 format!("❚❚ PAUSED · {} changes waiting ", live.pending.len()),
