@@ -167,7 +167,7 @@ fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
 }
 
 #[test]
-fn a_long_replay_jump_moves_a_bounded_number_of_rollouts_a_tick() {
+fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
     let dir = store();
     let stores = vec![dir.path().to_path_buf()];
     let analyses = tokscope::load::analyze_all(
@@ -182,30 +182,37 @@ fn a_long_replay_jump_moves_a_bounded_number_of_rollouts_a_tick() {
     );
     app.start_replay();
     let end = app.replay.as_ref().unwrap().replay.len();
-    // Jump to the end: all 150 rollouts change, at most SEEK_BUDGET of them per tick.
+    // Jump to the end: all 150 rollouts change; each is judged once, at most SEEK_BUDGET of
+    // them before each frame, the selected one first.
     common::key(&mut app, crossterm::event::KeyCode::Char(':'));
     for c in end.to_string().chars() {
         common::key(&mut app, crossterm::event::KeyCode::Char(c));
     }
     common::key(&mut app, crossterm::event::KeyCode::Enter);
+    fn replay(app: &App) -> &tokscope::app::ReplayState {
+        app.replay.as_ref().unwrap()
+    }
+    assert_eq!(
+        replay(&app).replay.position(),
+        end,
+        "the position moves at once"
+    );
+    let budget = tokscope::app::replay::SEEK_BUDGET;
+    assert_eq!(
+        replay(&app).pending.len(),
+        ROLLOUTS - budget,
+        "the rest waits"
+    );
     let mut ticks = 0;
     let mut now = app.now;
-    while app.replay.as_ref().unwrap().seeking.is_some() {
-        let before = app.replay.as_ref().unwrap().replay.position();
+    while !replay(&app).pending.is_empty() {
+        let before = replay(&app).pending.len();
         now += std::time::Duration::from_millis(30);
         app.update(Message::Tick(now));
-        assert!(
-            app.replay.as_ref().unwrap().replay.position() > before,
-            "progress each tick"
-        );
+        assert_eq!(replay(&app).pending.len(), before.saturating_sub(budget));
         ticks += 1;
-        assert!(ticks < 100);
     }
-    assert_eq!(app.replay.as_ref().unwrap().replay.position(), end);
-    assert!(
-        ticks >= ROLLOUTS / tokscope::app::replay::SEEK_BUDGET,
-        "{ticks} ticks"
-    );
+    assert_eq!(ticks, (ROLLOUTS - budget).div_ceil(budget));
     let records: usize = app.rollouts.iter().map(|s| s.records).sum();
     assert_eq!(records, end, "every call applied");
 }

@@ -776,6 +776,8 @@ impl App {
             if let Some(rollouts) = due {
                 self.after_seek(&rollouts);
                 changed = true;
+            } else {
+                changed |= self.judge_pending();
             }
         }
         changed

@@ -20,13 +20,14 @@ pub struct ReplayState {
     pub speed: f64,
     /// Wall clock and store time when play started.
     pub anchor: Option<(Instant, f64)>,
-    /// A jump still on its way to this call (it moves a bounded number of rollouts a tick).
-    pub seeking: Option<usize>,
+    /// Rollouts the timeline moved that are still to be judged again (the rollouts looked
+    /// at first); at most [`SEEK_BUDGET`] are judged before each frame.
+    pub pending: Vec<usize>,
 }
 
-/// Rollouts a jump or a play tick judges again at most before the screen is drawn (each is
-/// read back from its files): a jump across more moves over several ticks, and play on a
-/// dense timeline runs as fast as this allows.
+/// Rollouts judged again at most before the screen is drawn (each is read back from its
+/// files): a jump that moves more is judged over the next ticks, each rollout once, while the
+/// screen stays responsive.
 pub const SEEK_BUDGET: usize = 64;
 
 /// Where a jump goes.
@@ -74,22 +75,14 @@ impl ReplayState {
             playing: None,
             speed: 10.0,
             anchor: None,
-            seeking: None,
+            pending: Vec::new(),
         }
     }
 
-    /// Stop playing (and any jump on its way).
+    /// Stop playing.
     pub fn stop(&mut self) {
         self.playing = None;
         self.anchor = None;
-        self.seeking = None;
-    }
-
-    /// Move toward call `target` within the budget; the rest of the way on later ticks.
-    fn seek_bounded(&mut self, target: usize) -> Vec<usize> {
-        let changed = self.replay.seek_toward(target, SEEK_BUDGET);
-        self.seeking = (self.replay.position() != target.min(self.replay.len())).then_some(target);
-        changed
     }
 
     /// Step `delta` calls (stops playing).
@@ -130,8 +123,7 @@ impl ReplayState {
         }
     }
 
-    /// Jump; `None` when the target names no call. A jump that changes more than
-    /// [`SEEK_BUDGET`] rollouts continues on the next ticks (see [`ReplayState::advance`]).
+    /// Jump; `None` when the target names no call.
     pub fn jump(&mut self, target: &JumpTarget) -> Option<Vec<usize>> {
         let position = match target {
             JumpTarget::Offset(offset) => {
@@ -141,17 +133,12 @@ impl ReplayState {
             JumpTarget::Call(position) => *position,
             JumpTarget::CallId(call) => self.replay.position_of_call(call)?,
         };
-        self.playing = None;
-        self.anchor = None;
-        Some(self.seek_bounded(position))
+        Some(self.replay.seek(position))
     }
 
     /// The clock moved: the calls now due while playing (`None` when nothing is due), and
     /// whether play just reached the end.
     pub(crate) fn advance(&mut self, now: Instant) -> (Option<Vec<usize>>, bool) {
-        if let Some(target) = self.seeking {
-            return (Some(self.seek_bounded(target)), false);
-        }
         let (Some(speed), Some((wall, store))) = (self.playing, self.anchor) else {
             return (None, false);
         };
@@ -161,16 +148,9 @@ impl ReplayState {
             .moments()
             .get(self.replay.position())
             .map(|m| m.time);
-        let changed = next.is_some_and(|t| t <= target).then(|| {
-            let due = self.replay.position_at(target);
-            let changed = self.replay.seek_toward(due, SEEK_BUDGET);
-            if self.replay.position() < due {
-                // Too many rollouts due at once: play on from where this tick got to.
-                let reached = self.replay.time().unwrap_or(target);
-                self.anchor = Some((now, reached));
-            }
-            changed
-        });
+        let changed = next
+            .is_some_and(|t| t <= target)
+            .then(|| self.replay.seek(self.replay.position_at(target)));
         let ended = self.replay.position() >= self.replay.len();
         if ended {
             self.stop();
@@ -295,12 +275,42 @@ impl App {
         }
     }
 
-    /// Rebuild the rollouts a replay step changed.
+    /// The timeline moved these rollouts: judge them again (within the budget; the rest on
+    /// the next ticks, see [`App::judge_pending`]).
     pub(super) fn after_seek(&mut self, rollouts: &[usize]) {
-        let Some(replay) = &self.replay else { return };
-        if rollouts.is_empty() {
+        let Some(replay) = &mut self.replay else {
             return;
+        };
+        for &rollout in rollouts {
+            if !replay.pending.contains(&rollout) {
+                replay.pending.push(rollout);
+            }
         }
+        self.judge_pending();
+    }
+
+    /// Judge again up to [`SEEK_BUDGET`] of the rollouts the timeline moved, those looked at
+    /// first; whether any was.
+    pub(super) fn judge_pending(&mut self) -> bool {
+        let looked_at = self.looked_at();
+        let Some(replay) = &mut self.replay else {
+            return false;
+        };
+        if replay.pending.is_empty() {
+            return false;
+        }
+        replay
+            .pending
+            .sort_by_key(|rollout| (!looked_at.contains(rollout), *rollout));
+        let take = replay.pending.len().min(SEEK_BUDGET);
+        let batch: Vec<usize> = replay.pending.drain(..take).collect();
+        self.judge(&batch);
+        true
+    }
+
+    /// Judge `rollouts` again at the current position.
+    fn judge(&mut self, rollouts: &[usize]) {
+        let Some(replay) = &self.replay else { return };
         // Judged again on all cores; only the summaries are kept, and the analyses of the
         // rollouts looked at (memory does not grow with the number of rollouts a jump moves).
         let looked_at = self.looked_at();

@@ -219,28 +219,6 @@ impl Replay {
         changed
     }
 
-    /// Move toward `target` (clamped), stopping before more than `budget` rollouts would
-    /// change; returns the rollouts that changed (see [`Replay::position`] for where it got).
-    pub(crate) fn seek_toward(&mut self, target: usize, budget: usize) -> Vec<usize> {
-        let target = target.min(self.moments.len());
-        let mut changed: Vec<usize> = Vec::new();
-        let mut position = self.position;
-        while position != target {
-            let forward = target > position;
-            let moment = self.moments[if forward { position } else { position - 1 }];
-            if !changed.contains(&moment.rollout) {
-                if changed.len() == budget {
-                    break;
-                }
-                changed.push(moment.rollout);
-            }
-            position = if forward { position + 1 } else { position - 1 };
-        }
-        self.position = position;
-        changed.sort_unstable();
-        changed
-    }
-
     /// The position of the last call at or before `time`.
     pub(crate) fn position_at(&self, time: f64) -> usize {
         self.moments.partition_point(|m| m.time <= time)

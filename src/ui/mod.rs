@@ -140,11 +140,13 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     if let Some(replay) = &app.replay {
         let r = &replay.replay;
         let offset = r.time().zip(r.start()).map_or(0.0, |(t, s)| t - s);
-        let play = match (replay.seeking, replay.playing) {
-            (Some(target), _) => format!("⇢ {target}"),
-            (None, Some(speed)) => format!("▶ {speed}×"),
-            (None, None) => "❚❚".into(),
+        let mut play = match replay.playing {
+            Some(speed) => format!("▶ {speed}×"),
+            None => "❚❚".into(),
         };
+        if !replay.pending.is_empty() {
+            play.push_str(&format!(" ⇢ judging {}", replay.pending.len()));
+        }
         spans.push(Span::styled(
             format!(
                 "⏮ REPLAY call {}/{} +{offset:.1}s {play} ",

@@ -37,8 +37,7 @@ pub(crate) const REPLAY_ONLY: &str = "replay is off: press R to replay the store
 pub(crate) const LIVE_ONLY: &str = "not watching a store (open one to monitor it live)";
 /// Replay started.
 pub(crate) const READING_FOR_REPLAY: &str = "◌ reading the timeline for replay… ";
-pub(crate) const REPLAY_READING: &str =
-    "reading every rollout's call times for replay…";
+pub(crate) const REPLAY_READING: &str = "reading every rollout's call times for replay…";
 pub(crate) const REPLAY_ON: &str =
     "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
 /// Replay ended.
