@@ -110,6 +110,27 @@ pub struct CheckArgs {
     /// Token-store directories.
     #[arg(required = true)]
     pub stores: Vec<PathBuf>,
+    /// Keep watching: print a line per verdict change, and exit 1 as soon as more than
+    /// `--max-mask-fraction` of the frozen rollouts is masked (0 when every rollout is
+    /// retired, or on INT, TERM or HUP).
+    #[arg(long)]
+    pub follow: bool,
+    /// With `--follow`: judge the fraction only once this many rollouts are frozen.
+    #[arg(long, value_name = "N", default_value_t = tokscope::app::follow::DEFAULT_MIN_FROZEN,
+          requires = "follow")]
+    pub min_frozen: usize,
+    /// With `--follow`: `text` lines, or `jsonl` (one JSON event a line, for log pipelines).
+    #[arg(long, value_enum, default_value_t = FollowFormat::Text, requires = "follow")]
+    pub format: FollowFormat,
+}
+
+/// Output formats of `check --follow`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FollowFormat {
+    /// One line a verdict change: rollout, state, verdict, first reason.
+    Text,
+    /// One JSON event a line: `{"event":"verdict",...}` or `{"event":"alarm",...}`.
+    Jsonl,
 }
 
 /// Output formats of `build`.

@@ -44,6 +44,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             let rows = read_rows(&stores, &cli.explore.rows);
             build(&stores, &args.rollouts, &options, args.format, &rows).map(|_| ExitCode::SUCCESS)
         }
+        Some(Command::Check(args)) if args.follow => follow(&args, &cli.explore),
         Some(Command::Check(args)) => {
             let rows = read_rows(&args.stores, &cli.explore.rows);
             build(
@@ -202,6 +203,100 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
     });
     let ended = tokscope::term::run(app, watch)?;
     Ok(ended.status())
+}
+
+/// `check --follow`: watch the stores headlessly; a line per verdict change; status 1 as soon
+/// as the frozen rollouts' masked fraction is over the limit, 0 when every rollout is retired
+/// or on a signal (stopping the watch is not a failure).
+fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCode> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokscope::app::follow::{Decision, Follower};
+    use tokscope::live::StoreEvent;
+    use tokscope::live::watch::{WatchMode, WatchOptions, watch};
+    locate(&args.stores, &[])?;
+    let signal = Arc::new(AtomicUsize::new(0));
+    for number in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register_usize(number, Arc::clone(&signal), number as usize)?;
+    }
+    let handle = watch(
+        args.stores.clone(),
+        WatchOptions {
+            mode: explore.poll.map_or(WatchMode::Events, |ms| {
+                WatchMode::Poll(std::time::Duration::from_millis(ms))
+            }),
+            rows: explore.rows.clone(),
+            ..WatchOptions::default()
+        },
+    );
+    let mut follower = Follower::new(explore.max_mask_fraction, args.min_frozen);
+    let jsonl = args.format == cli::FollowFormat::Jsonl;
+    let mut out = std::io::stdout().lock();
+    let mut ready = false;
+    loop {
+        if signal.load(Ordering::Relaxed) != 0 {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let first = match handle
+            .events
+            .recv_timeout(std::time::Duration::from_millis(100))
+        {
+            Ok(event) => event,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the watcher stopped")
+            }
+        };
+        for event in std::iter::once(first).chain(handle.events.try_iter()) {
+            match event {
+                StoreEvent::Updated(summary) => {
+                    if let Some(change) = follower.take(*summary) {
+                        let line = if jsonl {
+                            serde_json::to_string(&change)?
+                        } else {
+                            change.text()
+                        };
+                        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                            // The reader went away (a closed pipe): nothing left to report to.
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                    }
+                }
+                StoreEvent::Ready => ready = true,
+                StoreEvent::Error(message) => {
+                    eprintln!("tokscope: {}", tokscope::text::sanitize(&message));
+                }
+                StoreEvent::StoreGone(dir) => eprintln!(
+                    "tokscope: {} is gone; waiting for it to come back",
+                    tokscope::text::sanitize(&dir.display().to_string())
+                ),
+                _ => {}
+            }
+        }
+        // The first scan is judged whole, then every change as it comes.
+        if !ready {
+            continue;
+        }
+        match follower.decision() {
+            Decision::Watching => {}
+            Decision::Tripped(alarm) => {
+                let line = if jsonl {
+                    serde_json::to_string(&alarm)?
+                } else {
+                    alarm.text()
+                };
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+                eprintln!("tokscope: {}", alarm.text());
+                return Ok(ExitCode::from(1));
+            }
+            Decision::AllRetired => return Ok(ExitCode::SUCCESS),
+        }
+    }
 }
 
 /// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.

@@ -113,6 +113,11 @@ impl Details {
 /// The app's side of summaries and details: what it asks of the watcher, and how it takes
 /// in what arrives.
 impl App {
+    /// The full analysis of the open rollout (as built, without what-if).
+    pub(super) fn base(&self) -> Option<&Analysis> {
+        self.details.get(self.view.as_ref()?.index)
+    }
+
     /// The rollouts whose full analyses the app wants now (the selected one first, then its
     /// neighbours in the list), when that changed since the last call: the event loop hands
     /// them to the watcher, which answers with [`StoreEvent::Detail`](crate::live::StoreEvent::Detail) and keeps sending a

@@ -9,6 +9,7 @@
 pub mod action;
 pub mod details;
 pub mod export;
+pub mod follow;
 pub mod health;
 pub mod list;
 pub mod live;
@@ -253,11 +254,6 @@ impl App {
         app.details = Details::bounded(details::DETAIL_CACHE);
         app.live = Live::watching();
         app
-    }
-
-    /// The full analysis of the open rollout (as built, without what-if).
-    fn base(&self) -> Option<&Analysis> {
-        self.details.get(self.view.as_ref()?.index)
     }
 
     /// Decode token ids with `detok` (and show text in the token cells).
