@@ -32,6 +32,10 @@ pub struct ExploreArgs {
     /// Raise an alarm when more than this fraction (0 to 1) of frozen rollouts is masked.
     #[arg(long, value_name = "F", global = true, value_parser = fraction)]
     pub max_mask_fraction: Option<f64>,
+    /// Judge that fraction only once this many rollouts are frozen.
+    #[arg(long, value_name = "N", global = true,
+          default_value_t = tokscope::app::follow::DEFAULT_MIN_FROZEN)]
+    pub min_frozen: usize,
     /// Read the stores once; do not follow changes.
     #[arg(long, global = true)]
     pub no_watch: bool,
@@ -115,10 +119,6 @@ pub struct CheckArgs {
     /// retired, or on INT, TERM or HUP).
     #[arg(long)]
     pub follow: bool,
-    /// With `--follow`: judge the fraction only once this many rollouts are frozen.
-    #[arg(long, value_name = "N", default_value_t = tokscope::app::follow::DEFAULT_MIN_FROZEN,
-          requires = "follow")]
-    pub min_frozen: usize,
     /// With `--follow`: `text` lines, or `jsonl` (one JSON event a line, for log pipelines).
     #[arg(long, value_enum, default_value_t = FollowFormat::Text, requires = "follow")]
     pub format: FollowFormat,

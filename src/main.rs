@@ -177,6 +177,7 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         app
     };
     app.max_mask_fraction = args.max_mask_fraction;
+    app.min_frozen = args.min_frozen;
     app.message = rows_message.map(tokscope::app::Notice::Store);
     if let Some(path) = &args.tokenizer {
         app = app.with_tokenizer(tokscope::detok::Detokenizer::load(path)?);
@@ -233,7 +234,7 @@ fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCo
             ..WatchOptions::default()
         },
     );
-    let mut follower = Follower::new(explore.max_mask_fraction, args.min_frozen);
+    let mut follower = Follower::new(explore.max_mask_fraction, explore.min_frozen);
     let jsonl = args.format == cli::FollowFormat::Jsonl;
     let mut out = std::io::stdout().lock();
     let mut ready = false;

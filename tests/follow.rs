@@ -140,14 +140,14 @@ fn without_follow_check_is_unchanged_and_follow_options_need_it() {
     let dir = tempfile::tempdir().unwrap();
     write_frozen(dir.path(), "a", false);
     let output = Command::new(env!("CARGO_BIN_EXE_tokscope"))
-        .args(["check", "--min-frozen", "3"])
+        .args(["check", "--format", "jsonl"])
         .arg(dir.path())
         .output()
         .unwrap();
     assert_eq!(
         output.status.code(),
         Some(2),
-        "--min-frozen without --follow is refused"
+        "--format without --follow is refused"
     );
     let output = Command::new(env!("CARGO_BIN_EXE_tokscope"))
         .arg("check")

@@ -129,8 +129,10 @@ fn snapshot_what_if_pinned_terminal() {
 fn navigate_to_a_masked_rollout_and_see_why() {
     let mut app = app("store-1-0", (120, 40));
     keys(&mut app, "m");
-    assert!(app.list.rows.iter().all(|&i| app.rollouts[i].mask_sample));
-    assert_eq!(app.list.rows.len(), 19);
+    // The problems: masked for good, or (live) at risk — not the ones merely waiting.
+    assert!(app.list.rows.iter().all(|&i| app.rollouts[i].problem()));
+    assert_eq!(app.list.rows.len(), app.health.masked + app.health.at_risk);
+    assert_eq!(app.list.rows.len(), 17);
     // Cycle to the reason "unresolved_parent_calls" and open the first such rollout.
     while app.list.reason != Some("unresolved_parent_calls") {
         keys(&mut app, "r");

@@ -119,8 +119,7 @@ impl Follower {
     pub fn decision(&self) -> Decision {
         let h = &self.health;
         if let Some(limit) = self.max_mask_fraction
-            && h.frozen >= self.min_frozen.max(1)
-            && h.frozen_masked as f64 / h.frozen as f64 > limit
+            && h.alarm(Some(limit), self.min_frozen)
         {
             return Decision::Tripped(Alarm {
                 event: "alarm",

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::verdict::{Lifecycle, Summary, Verdict};
+use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
 
 /// Seconds of history in the calls-per-second series.
 pub(crate) const RATE_WINDOW: usize = 60;
@@ -13,15 +13,19 @@ pub(crate) const RATE_WINDOW: usize = 60;
 pub struct Health {
     /// Rollouts.
     pub rollouts: usize,
-    /// Rollouts masked (or that would be if frozen now).
+    /// Frozen (and retired) rollouts masked: final verdicts only, as `build` counts them.
     pub masked: usize,
+    /// Live rollouts at risk: masked for a reason no later write can cure (SPEC §6).
+    pub at_risk: usize,
+    /// Live rollouts waiting on calls in flight, nothing incurable.
+    pub waiting: usize,
     /// Rollouts still live.
     pub live: usize,
     /// Frozen rollouts, and how many of them are masked.
     pub frozen: usize,
     /// Frozen rollouts that are masked.
     pub frozen_masked: usize,
-    /// Masked rollouts by mask reason code.
+    /// Masked (frozen) and at-risk (live) rollouts by mask reason code.
     pub masked_by_reason: BTreeMap<&'static str, usize>,
     /// Records.
     pub calls: usize,
@@ -91,8 +95,20 @@ impl Health {
             return;
         }
         bump(&mut self.rollouts, 1, sign);
-        bump(&mut self.masked, usize::from(s.mask_sample), sign);
-        if s.mask_sample {
+        let status = s.live_status();
+        let final_masked = status == LiveStatus::Final && s.mask_sample;
+        bump(&mut self.masked, usize::from(final_masked), sign);
+        bump(
+            &mut self.at_risk,
+            usize::from(status == LiveStatus::AtRisk),
+            sign,
+        );
+        bump(
+            &mut self.waiting,
+            usize::from(status == LiveStatus::Waiting),
+            sign,
+        );
+        if final_masked || status == LiveStatus::AtRisk {
             for reason in &s.reasons {
                 bump(
                     self.masked_by_reason.entry(reason.code()).or_default(),
@@ -162,9 +178,12 @@ impl Health {
         }
     }
 
-    /// Whether the masked fraction of frozen rollouts exceeds `limit`.
-    pub fn alarm(&self, limit: Option<f64>) -> bool {
-        limit.is_some_and(|limit| self.frozen > 0 && self.frozen_masked_fraction() > limit)
+    /// Whether the masked fraction of frozen rollouts exceeds `limit`, once at least
+    /// `min_frozen` are frozen (one masked rollout among the first few is not yet a trend).
+    pub fn alarm(&self, limit: Option<f64>, min_frozen: usize) -> bool {
+        limit.is_some_and(|limit| {
+            self.frozen >= min_frozen.max(1) && self.frozen_masked_fraction() > limit
+        })
     }
 }
 
@@ -198,9 +217,20 @@ mod tests {
         let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
         let h = Health::of(&summaries);
         assert_eq!(h.rollouts, 30);
-        assert_eq!(h.masked, 19);
+        assert_eq!(h.masked, 0, "nothing frozen: no final masked verdict");
+        assert!(
+            h.at_risk > 0 && h.at_risk <= 19,
+            "at risk: incurable reasons only"
+        );
         assert_eq!(h.frozen, 0);
-        assert!(!h.alarm(Some(0.1)), "no frozen rollout, no alarm");
+        assert!(!h.alarm(Some(0.1), 1), "no frozen rollout, no alarm");
+        let demo: Vec<Summary> = crate::load::demo_store_analyses()
+            .iter()
+            .map(Summary::of)
+            .collect();
+        let d = Health::of(&demo);
+        assert_eq!((d.masked, d.frozen), (6, 12), "as `build` counts them");
+        assert!(d.alarm(Some(0.3), 12) && !d.alarm(Some(0.3), 13), "after enough frozen");
         assert_eq!(h.parent_decisions.get("parent_unresolved"), Some(&4));
         assert!(h.prefix_supplied <= h.prefix_requested + h.calls);
         assert_eq!(h.delivered_buckets.iter().sum::<usize>(), 25);

@@ -2,7 +2,7 @@
 
 use super::scroll::ScrollList;
 use crate::store::layout::natural_cmp;
-use crate::verdict::{Lifecycle, Summary, Verdict};
+use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
 
 /// Columns the rollout list can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl RolloutList {
     /// Whether rollout `a` passes the filters (`filter` already lowercased).
     fn shows(&self, a: &Summary, filter: &str, hide_cleared: bool) -> bool {
         (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
-            && (!self.masked_only || a.mask_sample)
+            && (!self.masked_only || a.problem())
             && self
                 .reason
                 .is_none_or(|code| a.reasons.iter().any(|r| r.code() == code))
@@ -192,11 +192,13 @@ fn lifecycle_rank(l: Lifecycle) -> u8 {
 }
 
 fn verdict_rank(a: &Summary) -> u8 {
-    match (a.verdict, a.mask_sample) {
-        (Verdict::Masked, _) => 0,
-        (Verdict::Pending, true) => 1,
-        (Verdict::Pending, false) => 2,
-        (Verdict::Ok, _) => 3,
+    match (a.live_status(), a.verdict) {
+        (LiveStatus::Final, Verdict::Masked) => 0,
+        (LiveStatus::AtRisk, _) => 1,
+        (LiveStatus::Pending, _) => 2,
+        (LiveStatus::Waiting, _) => 3,
+        (LiveStatus::Good, _) => 4,
+        (LiveStatus::Final, _) => 5,
     }
 }
 

@@ -187,8 +187,10 @@ pub struct App {
     pub show_text: bool,
     /// Store-wide health, kept up to date with `rollouts` by difference.
     pub health: Health,
-    /// Raise an alarm when the masked fraction of frozen rollouts exceeds this.
+    /// Raise an alarm when the masked fraction of frozen rollouts exceeds this…
     pub max_mask_fraction: Option<f64>,
+    /// …once at least this many rollouts are frozen.
+    pub min_frozen: usize,
     /// Live monitoring (and the highlights of what just changed).
     pub live: Live,
     /// Replaying the store call by call.
@@ -239,6 +241,7 @@ impl App {
             detok: None,
             show_text: false,
             max_mask_fraction: None,
+            min_frozen: follow::DEFAULT_MIN_FROZEN,
             live: Live::default(),
             replay: None,
             now: Instant::now(),

@@ -334,8 +334,8 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
     out.push(Line::from(vec![
         Span::styled("VERDICT ", theme.heading()),
         Span::styled(
-            super::list::badge(analysis.verdict, analysis.mask_sample).to_string(),
-            theme.verdict(analysis.verdict, analysis.mask_sample),
+            super::list::badge(analysis.live_status(), analysis.verdict).to_string(),
+            theme.verdict(analysis.live_status(), analysis.verdict),
         ),
         Span::raw(format!(
             " · {} · mask_sample {}",

@@ -9,15 +9,17 @@ use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, Pane, SortKey};
 use crate::text::sanitize;
-use crate::verdict::{Lifecycle, Summary, Verdict};
+use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
 
 /// The verdict badge text.
-pub(crate) fn badge(verdict: Verdict, mask_sample: bool) -> &'static str {
-    match (verdict, mask_sample) {
-        (Verdict::Ok, _) => "ok",
-        (Verdict::Masked, _) => "MASKED",
-        (Verdict::Pending, true) => "pend✗",
-        (Verdict::Pending, false) => "pend✓",
+pub(crate) fn badge(status: LiveStatus, verdict: Verdict) -> &'static str {
+    match (status, verdict) {
+        (LiveStatus::Final, Verdict::Masked) => "MASKED",
+        (LiveStatus::Final, _) => "ok",
+        (LiveStatus::AtRisk, _) => "RISK",
+        (LiveStatus::Waiting, _) => "wait",
+        (LiveStatus::Pending, _) => "pend",
+        (LiveStatus::Good, _) => "live✓",
     }
 }
 
@@ -105,8 +107,8 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         let mut spans = vec![
             Span::raw(lead),
             Span::styled(
-                format!("{:<6} ", badge(a.verdict, a.mask_sample)),
-                theme.verdict(a.verdict, a.mask_sample),
+                format!("{:<6} ", badge(a.live_status(), a.verdict)),
+                theme.verdict(a.live_status(), a.verdict),
             ),
             Span::styled(
                 clip(&sanitize(&reason), width.saturating_sub(used)),

@@ -186,7 +186,7 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         ));
         spans.push(Span::raw(" "));
     }
-    if t.alarm(app.max_mask_fraction) {
+    if t.alarm(app.max_mask_fraction, app.min_frozen) {
         spans.push(Span::styled(
             format!(
                 "ALARM masked {:.0}% of frozen > {:.0}% ",
@@ -197,18 +197,26 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         ));
         spans.push(Span::raw(" "));
     }
+    // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
     spans.push(Span::raw(format!("{} rollouts · ", t.rollouts)));
     spans.push(Span::styled(
         format!(
-            "{} masked ({:.0}%)",
+            "{} masked ({:.0}% of frozen)",
             t.masked,
-            percent(t.masked, t.rollouts)
+            percent(t.frozen_masked, t.frozen)
         ),
         theme.problem(),
     ));
+    if t.at_risk > 0 {
+        spans.push(Span::raw(" · "));
+        spans.push(Span::styled(
+            format!("{} at risk", t.at_risk),
+            theme.problem(),
+        ));
+    }
     spans.push(Span::raw(format!(
-        " · {} live · {} calls (+{} in flight) · {} tokens captured, {} delivered",
-        t.live, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
+        " · {} live ({} waiting) · {} calls (+{} in flight) · {} tokens captured, {} delivered",
+        t.live, t.waiting, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
     )));
     if !app.stores.is_empty() {
         let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();
@@ -243,7 +251,7 @@ fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     };
     let b = h.delivered_buckets;
     let spans = vec![
-        Span::styled(" masked: ", theme.dim()),
+        Span::styled(" masked or at risk: ", theme.dim()),
         Span::styled(
             if reasons.is_empty() {
                 "none".into()

@@ -2,7 +2,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::verdict::Verdict;
+use crate::verdict::{LiveStatus, Verdict};
 
 /// The style set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,12 +62,13 @@ impl Theme {
     }
 
     /// A verdict badge.
-    pub fn verdict(self, verdict: Verdict, mask_sample: bool) -> Style {
-        match (verdict, mask_sample) {
-            (Verdict::Ok, _) => self.good().add_modifier(Modifier::BOLD),
-            (Verdict::Masked, _) => self.problem(),
-            (Verdict::Pending, true) => self.fg(Color::Magenta),
-            (Verdict::Pending, false) => self.fg(Color::Blue),
+    pub fn verdict(self, status: LiveStatus, verdict: Verdict) -> Style {
+        match (status, verdict) {
+            (LiveStatus::Final, Verdict::Masked) | (LiveStatus::AtRisk, _) => self.problem(),
+            (LiveStatus::Final, _) => self.good().add_modifier(Modifier::BOLD),
+            (LiveStatus::Waiting, _) => self.dim(),
+            (LiveStatus::Pending, _) => self.fg(Color::Magenta),
+            (LiveStatus::Good, _) => self.fg(Color::Blue),
         }
     }
 

@@ -4,7 +4,7 @@
 
 mod reason;
 mod summary;
-pub use summary::Summary;
+pub use summary::{LiveStatus, Summary};
 
 pub use reason::MaskReason;
 
@@ -334,5 +334,15 @@ impl Analysis {
     /// The first reason, if masked.
     pub fn first_reason(&self) -> Option<&MaskReason> {
         self.reasons.first()
+    }
+
+    /// What the verdict means now (see [`LiveStatus`]).
+    pub fn live_status(&self) -> LiveStatus {
+        LiveStatus::of(
+            self.lifecycle,
+            &self.reasons,
+            self.capture.open_intents().len(),
+            self.mask_sample,
+        )
     }
 }

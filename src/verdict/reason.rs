@@ -42,6 +42,32 @@ pub enum MaskReason {
 }
 
 impl MaskReason {
+    /// Whether a later write can still cure this reason while the rollout is live (SPEC §6).
+    ///
+    /// Curable: calls in flight (intents without records), no records yet, nothing
+    /// delivered yet, retries a later call may resolve, a terminal call or declared response
+    /// not (yet) on the main chain. Not curable — the rollout is *at risk*: a call the state
+    /// flags as failed to capture, a failed parent link, more than one root or chain (a fork
+    /// stays a fork), a build that failed, files that cannot be read as the consumer reads
+    /// them (corrupt or refused lines, conflicting duplicates, a bad state).
+    pub fn curable_while_live(&self) -> bool {
+        match self {
+            MaskReason::CaptureIncomplete { state_flag, .. } => !state_flag,
+            MaskReason::NoRecords
+            | MaskReason::NothingDelivered
+            | MaskReason::UnresolvedRetries(_)
+            | MaskReason::TerminalNotFound(_)
+            | MaskReason::TerminalNotDelivered(_)
+            | MaskReason::DeclaredResponseUnmatched(_) => true,
+            MaskReason::Retired
+            | MaskReason::Unreadable(_)
+            | MaskReason::BuildFailed(_)
+            | MaskReason::UnresolvedParents(_)
+            | MaskReason::RootCount(_)
+            | MaskReason::ChainCount(_) => false,
+        }
+    }
+
     /// A stable short code (used for filtering and in JSON).
     pub fn code(&self) -> &'static str {
         match self {

@@ -39,7 +39,56 @@ pub struct Summary {
     pub call_seconds: BTreeMap<i64, u32>,
 }
 
+/// What a live rollout's verdict means now (SPEC §6); frozen and retired rollouts are
+/// `Final`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveStatus {
+    /// Frozen, retired or cleared: the verdict is final.
+    Final,
+    /// Live, with a reason no later write can cure.
+    AtRisk,
+    /// Live, calls in flight, nothing incurable.
+    Waiting,
+    /// Live, nothing in flight, masked for reasons a later write may cure.
+    Pending,
+    /// Live, and a freeze now would deliver it.
+    Good,
+}
+
+impl LiveStatus {
+    /// The status of a rollout in `lifecycle` masked for `reasons` (mask decision
+    /// `mask_sample`) with `in_flight` intents without records.
+    pub fn of(
+        lifecycle: Lifecycle,
+        reasons: &[MaskReason],
+        in_flight: usize,
+        mask_sample: bool,
+    ) -> LiveStatus {
+        if lifecycle != Lifecycle::Live {
+            LiveStatus::Final
+        } else if reasons.iter().any(|r| !r.curable_while_live()) {
+            LiveStatus::AtRisk
+        } else if in_flight > 0 {
+            LiveStatus::Waiting
+        } else if mask_sample {
+            LiveStatus::Pending
+        } else {
+            LiveStatus::Good
+        }
+    }
+}
+
 impl Summary {
+    /// What the verdict means now (see [`LiveStatus`]).
+    pub fn live_status(&self) -> LiveStatus {
+        LiveStatus::of(
+            self.lifecycle,
+            &self.reasons,
+            self.open_intents.len(),
+            self.mask_sample,
+        )
+    }
+
     /// The summary of `analysis`.
     pub fn of(analysis: &Analysis) -> Summary {
         let capture = &analysis.capture;
@@ -106,6 +155,15 @@ impl Summary {
         self.reasons.first()
     }
 
+    /// A problem to look at: masked for good (frozen), or at risk (live, incurable).
+    pub fn problem(&self) -> bool {
+        match self.live_status() {
+            LiveStatus::Final => self.verdict == Verdict::Masked,
+            LiveStatus::AtRisk => true,
+            _ => false,
+        }
+    }
+
     /// Calls in flight: the open intents of a live rollout.
     pub fn in_flight(&self) -> usize {
         if self.lifecycle == Lifecycle::Live {
@@ -124,5 +182,63 @@ impl Summary {
 impl From<&Analysis> for Summary {
     fn from(analysis: &Analysis) -> Summary {
         Summary::of(analysis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rebuild::LinkNote;
+
+    #[test]
+    fn a_live_rollout_waits_on_calls_in_flight_and_is_at_risk_only_for_incurable_reasons() {
+        let in_flight = MaskReason::CaptureIncomplete {
+            state_flag: false,
+            open_intents: vec!["c2".into()],
+        };
+        let failed_capture = MaskReason::CaptureIncomplete {
+            state_flag: true,
+            open_intents: Vec::new(),
+        };
+        let broken_link =
+            MaskReason::UnresolvedParents(vec![("c3".into(), LinkNote::ParentDigestMismatch)]);
+        let live = Lifecycle::Live;
+        assert_eq!(
+            LiveStatus::of(live, std::slice::from_ref(&in_flight), 1, true),
+            LiveStatus::Waiting,
+            "a call still generating is no problem"
+        );
+        assert_eq!(LiveStatus::of(live, &[], 0, false), LiveStatus::Good);
+        assert_eq!(
+            LiveStatus::of(live, &[MaskReason::NothingDelivered], 0, true),
+            LiveStatus::Pending
+        );
+        assert_eq!(
+            LiveStatus::of(live, &[in_flight.clone(), broken_link.clone()], 1, true),
+            LiveStatus::AtRisk,
+            "an incurable reason wins over calls in flight"
+        );
+        assert_eq!(
+            LiveStatus::of(live, &[failed_capture], 0, true),
+            LiveStatus::AtRisk
+        );
+        assert_eq!(
+            LiveStatus::of(Lifecycle::Frozen, &[broken_link], 0, true),
+            LiveStatus::Final
+        );
+        for curable in [
+            in_flight,
+            MaskReason::NoRecords,
+            MaskReason::UnresolvedRetries(vec!["c1".into()]),
+        ] {
+            assert!(curable.curable_while_live(), "{curable}");
+        }
+        for incurable in [
+            MaskReason::RootCount(vec!["a".into(), "b".into()]),
+            MaskReason::ChainCount(2),
+            MaskReason::BuildFailed("x".into()),
+        ] {
+            assert!(!incurable.curable_while_live(), "{incurable}");
+        }
     }
 }
