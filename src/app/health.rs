@@ -230,7 +230,10 @@ mod tests {
             .collect();
         let d = Health::of(&demo);
         assert_eq!((d.masked, d.frozen), (6, 12), "as `build` counts them");
-        assert!(d.alarm(Some(0.3), 12) && !d.alarm(Some(0.3), 13), "after enough frozen");
+        assert!(
+            d.alarm(Some(0.3), 12) && !d.alarm(Some(0.3), 13),
+            "after enough frozen"
+        );
         assert_eq!(h.parent_decisions.get("parent_unresolved"), Some(&4));
         assert!(h.prefix_supplied <= h.prefix_requested + h.calls);
         assert_eq!(h.delivered_buckets.iter().sum::<usize>(), 25);

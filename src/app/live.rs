@@ -92,6 +92,28 @@ impl Live {
 
 /// Changes from the watcher as the app takes them in.
 impl App {
+    /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
+    /// highlight): only then is an idle explorer redrawn.
+    pub fn animating(&self) -> bool {
+        let highlight = self
+            .view
+            .as_ref()
+            .and_then(|v| v.new_records)
+            .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT);
+        // Ages of calls in flight show for the open rollout and the waiting rows on screen.
+        let ages = self
+            .view
+            .as_ref()
+            .is_some_and(|v| self.live.in_flight_since.contains_key(&v.index))
+            || self
+                .list
+                .scroll
+                .visible()
+                .filter_map(|row| self.list.rows.get(row))
+                .any(|index| self.live.in_flight_since.contains_key(index));
+        highlight || !self.live.recent.is_empty() || ages
+    }
+
     /// Take in changes from the watcher (held back while paused or replaying).
     pub(super) fn apply(&mut self, mut events: Vec<StoreEvent>) -> bool {
         // Every rollout read for replay: replay starts (never held back).

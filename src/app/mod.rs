@@ -283,22 +283,6 @@ impl App {
         view.selected_record(self.base()?)
     }
 
-    /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
-    /// highlight): only then is an idle explorer redrawn.
-    pub fn animating(&self) -> bool {
-        let highlight = self
-            .view
-            .as_ref()
-            .and_then(|v| v.new_records)
-            .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT);
-        // Ages of calls in flight are shown for the open rollout only.
-        let ages = self
-            .view
-            .as_ref()
-            .is_some_and(|v| self.live.in_flight_since.contains_key(&v.index));
-        highlight || !self.live.recent.is_empty() || ages
-    }
-
     /// Mask reason codes present in the store, in first-seen order.
     pub(crate) fn reason_codes(&self) -> Vec<&'static str> {
         list::reason_codes(&self.rollouts)

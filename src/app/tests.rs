@@ -212,6 +212,8 @@ fn live_changes_wait_while_paused() {
         analyses.iter().map(StoreEvent::updated).collect(),
     ));
     let count = app.rollouts.len();
+    // A waiting rollout on screen shows the age of its calls in flight: the clock redraws.
+    assert!(app.animating(), "waiting rows on screen age with the clock");
     // Summaries only: the selected rollout's analysis is asked of the watcher, once.
     assert!(app.view.is_none() && app.loading());
     let wanted = app.detail_requests().expect("the selection is asked for");

@@ -91,7 +91,11 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             _ => ("-".into(), "-".into()),
         };
         let writing = a.writing();
-        let mut reason = a.first_reason().map(|r| r.to_string()).unwrap_or_default();
+        let mut reason = match a.live_status() {
+            // What it waits for, and since when (not a problem, so not a mask reason).
+            LiveStatus::Waiting => waiting_for(app, index, a),
+            _ => a.first_reason().map(|r| r.to_string()).unwrap_or_default(),
+        };
         if writing {
             reason = format!("{} {reason}", strings::WRITING);
         }
@@ -126,4 +130,23 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         lines.push(Line::from(spans));
     }
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// "waiting on c002 (3.1 s)": the calls a live rollout waits for, the oldest first seen.
+fn waiting_for(app: &App, index: usize, a: &Summary) -> String {
+    let calls: Vec<String> = a
+        .open_intents
+        .iter()
+        .map(|call| super::short_call(call, a.rollout_id()).into_owned())
+        .collect();
+    let since = app
+        .live
+        .in_flight_since
+        .get(&index)
+        .and_then(|calls| calls.values().min())
+        .map(|at| app.now.saturating_duration_since(*at).as_secs_f64());
+    match since {
+        Some(age) => format!("{} {} ({age:.1} s)", strings::WAITING_ON, calls.join(", ")),
+        None => format!("{} {}", strings::WAITING_ON, calls.join(", ")),
+    }
 }

@@ -52,6 +52,7 @@ pub(crate) const NO_ROLLOUTS: &str = "no rollouts match (check the filters, or t
 /// Nothing selected.
 pub(crate) const NO_SELECTION: &str = "no rollout selected";
 pub(crate) const LOADING: &str = "reading the rollout…";
+pub(crate) const WAITING_ON: &str = "waiting on";
 
 /// The first scan's progress, for the header.
 pub(crate) fn reading(progress: Option<(usize, usize)>) -> String {
