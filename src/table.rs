@@ -94,8 +94,8 @@ impl TableWriter {
     pub fn footer(&self) -> String {
         let [ok, masked, pending] = self.counts;
         format!(
-            "{} rollouts: {ok} ok, {masked} masked, {pending} pending\n",
-            ok + masked + pending
+            "{}: {ok} ok, {masked} masked, {pending} pending\n",
+            crate::text::count(ok + masked + pending, "rollout", "rollouts")
         )
     }
 }

@@ -62,3 +62,34 @@ mod tests {
         );
     }
 }
+
+/// `n` followed by `one` or `many`, the count with thousands separators: "1 call",
+/// "2,000 rollouts".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// `12345` as `12,345`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn counts_agree_in_number_and_group_thousands() {
+        assert_eq!(super::count(1, "call", "calls"), "1 call");
+        assert_eq!(super::count(0, "call", "calls"), "0 calls");
+        assert_eq!(super::count(2_000, "rollout", "rollouts"), "2,000 rollouts");
+        assert_eq!(super::thousands(1_939_360), "1,939,360");
+        assert_eq!(super::thousands(999), "999");
+    }
+}

@@ -155,5 +155,5 @@ fn without_follow_check_is_unchanged_and_follow_options_need_it() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("1 rollouts: 1 ok"));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("1 rollout: 1 ok"));
 }

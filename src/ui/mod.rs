@@ -198,7 +198,11 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         spans.push(Span::raw(" "));
     }
     // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
-    spans.push(Span::raw(format!("{} rollouts · ", t.rollouts)));
+    let count = crate::text::count;
+    spans.push(Span::raw(format!(
+        "{} · ",
+        count(t.rollouts, "rollout", "rollouts")
+    )));
     spans.push(Span::styled(
         format!(
             "{} masked ({:.0}% of frozen)",
@@ -215,8 +219,13 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         ));
     }
     spans.push(Span::raw(format!(
-        " · {} live ({} waiting) · {} calls (+{} in flight) · {} tokens captured, {} delivered",
-        t.live, t.waiting, t.calls, t.in_flight, t.tokens_captured, t.tokens_delivered
+        " · {} live ({} waiting) · {} (+{} in flight) · {} captured, {} delivered",
+        crate::text::thousands(t.live),
+        crate::text::thousands(t.waiting),
+        count(t.calls, "call", "calls"),
+        crate::text::thousands(t.in_flight),
+        count(t.tokens_captured, "token", "tokens"),
+        crate::text::thousands(t.tokens_delivered)
     )));
     if !app.stores.is_empty() {
         let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();

@@ -57,22 +57,13 @@ pub(crate) const WAITING_ON: &str = "waiting on";
 /// The first scan's progress, for the header.
 pub(crate) fn reading(progress: Option<(usize, usize)>) -> String {
     match progress {
-        Some((read, total)) => format!("◌ {} / {} read ", thousands(read), thousands(total)),
+        Some((read, total)) => format!(
+            "◌ {} / {} read ",
+            crate::text::thousands(read),
+            crate::text::thousands(total)
+        ),
         None => "◌ scanning… ".into(),
     }
-}
-
-/// `12345` as `12,345`.
-pub(crate) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// What a rollout pane says when no rollout is open: still being read, or none selected.

@@ -64,13 +64,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let total = provenance.tokens.len();
     let block = pane_block(
         format!(
-            "{} · {} ({} of {}) · {} calls · {} tokens",
+            "{} · {} ({} of {}) · {} · {}",
             strings::TITLE_TOKENS,
             chain.chain_id,
             view.tokens.chain.map_or(0, |c| c + 1),
             build.chains.len(),
-            chain.links.len(),
-            total
+            crate::text::count(chain.links.len(), "call", "calls"),
+            crate::text::count(total, "token", "tokens")
         ),
         focused,
         theme,

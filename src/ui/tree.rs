@@ -32,11 +32,11 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     };
     let records = &analysis.capture.records;
     let title = format!(
-        "{} · {} calls · {} roots · {} chains{}",
+        "{} · {} · {} · {}{}",
         strings::TITLE_TREE,
-        build.nodes.len(),
-        build.notes.roots,
-        build.chains.len(),
+        crate::text::count(build.nodes.len(), "call", "calls"),
+        crate::text::count(build.notes.roots, "root", "roots"),
+        crate::text::count(build.chains.len(), "chain", "chains"),
         if view.what_if.is_some() {
             " · WHAT-IF"
         } else {
