@@ -351,6 +351,22 @@ fn build(
     rows: &Rows,
 ) -> anyhow::Result<Vec<Outcome>> {
     let locations = locate(stores, only)?;
+    // A rollout asked for by name that no store holds is a mistake, not an empty answer.
+    let missing: Vec<&String> = only
+        .iter()
+        .filter(|id| !locations.iter().any(|l| &l.id == *id))
+        .collect();
+    if let Some(id) = missing.first() {
+        anyhow::bail!(
+            "--rollout {}: no such rollout in {}",
+            tokscope::text::sanitize(id),
+            stores
+                .iter()
+                .map(|s| tokscope::text::sanitize(&s.display().to_string()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let ids: std::collections::HashSet<&str> = locations.iter().map(|l| l.id.as_str()).collect();
     for key in rows.unmatched(&ids) {
         if only.is_empty() {

@@ -90,3 +90,20 @@ fn check_fails_only_on_frozen_masked_rollouts() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8(output.stdout).unwrap().contains("masked"));
 }
+
+#[test]
+fn an_unknown_rollout_is_one_clear_line_and_status_two() {
+    let output = run(&[
+        "build",
+        &store("conformance/store-1-0"),
+        "--rollout",
+        "nope",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("--rollout nope: no such rollout"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
