@@ -99,6 +99,10 @@ fn snapshot_tokens_with_branches_and_retries() {
         let mut app = app("store-1-0", size);
         open(&mut app, "0-22-a2");
         keys(&mut app, "c");
+        // c shows the next chain without moving the focus: go to the token pane.
+        while app.focus != tokscope::app::Pane::Tokens {
+            common::key(&mut app, crossterm::event::KeyCode::Tab);
+        }
         keys(&mut app, "]]]");
         app
     });

@@ -370,8 +370,19 @@ impl App {
                 self.notice_from_view(|view, base| view.jump_low_prob(base, forward, threshold));
             }
             Action::CycleChain => {
+                // The focus stays; the status line says which chain the token pane shows.
                 self.with_view(RolloutView::cycle_chain);
-                self.focus = Pane::Tokens;
+                if let (Some(view), Some(base)) = (&self.view, self.base())
+                    && let (Some(number), Some(build)) =
+                        (view.tokens.chain, &view.shown(base).build)
+                    && let Some(chain) = build.chains.get(number)
+                {
+                    self.message = Some(Notice::ChainShown {
+                        chain: chain.chain_id.to_string(),
+                        number: number + 1,
+                        of: build.chains.len(),
+                    });
+                }
             }
             Action::ToggleText => {
                 if self.detok.is_some() {

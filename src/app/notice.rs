@@ -32,6 +32,15 @@ pub enum Notice {
     ReplayOff,
     /// Enter on a graph line that is no model call.
     NotACall,
+    /// The token pane now shows this chain (`number` of `of`).
+    ChainShown {
+        /// The chain's name (`main`, `branch-1`…).
+        chain: String,
+        /// Its place, from 1.
+        number: usize,
+        /// Chains in the build.
+        of: usize,
+    },
     /// A call id that is not in the open rollout's tree.
     NoSuchCall(String),
     /// An export was written.

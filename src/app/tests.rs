@@ -363,3 +363,20 @@ fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
     let present: Vec<usize> = analyses.iter().map(|a| a.capture.records.len()).collect();
     assert_eq!(now, present, "back to the present");
 }
+
+#[test]
+fn cycling_chains_from_the_tree_keeps_the_focus_and_says_which_chain() {
+    let mut app = demo();
+    act(&mut app, Action::Filter);
+    type_text(&mut app, "demo-subagent");
+    app.update(Message::Text(TextKey::Submit));
+    act(&mut app, Action::Enter);
+    assert_eq!(app.focus, Pane::Tree);
+    act(&mut app, Action::CycleChain);
+    assert_eq!(app.focus, Pane::Tree, "c does not move the focus");
+    assert!(
+        matches!(&app.message, Some(Notice::ChainShown { of: 2, .. })),
+        "{:?}",
+        app.message
+    );
+}

@@ -108,6 +108,9 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::ReplayReading => REPLAY_READING.into(),
         Notice::ReplayOff => REPLAY_OFF.into(),
         Notice::NotACall => NOT_A_CALL.into(),
+        Notice::ChainShown { chain, number, of } => {
+            format!("tokens: showing {chain} ({number} of {of}; c for the next)")
+        }
         Notice::NoSuchCall(call) => format!("{call} is not in this rollout's tree"),
         Notice::Exported(path) => format!("wrote {}", path.display()),
         Notice::ExportFailed(error) => format!("export failed: {error}"),
