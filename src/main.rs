@@ -169,11 +169,10 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
         let mut app = tokscope::app::App::new_live(stores.clone(), options.clone(), size);
         app.live.watching = false;
         app.update(tokscope::app::Message::Store(summaries));
-        app.replay_on(tokscope::live::replay::Replay::from_times(
-            locations,
-            times,
-            options.clone(),
-        ));
+        app.replay_on(
+            tokscope::live::replay::Replay::from_times(locations, times, options.clone())
+                .with_rows(std::sync::Arc::new(rows)),
+        );
         app
     };
     app.max_mask_fraction = args.max_mask_fraction;

@@ -550,3 +550,44 @@ fn repeats_unknown_records_and_ambiguous_references_are_counted_and_told() {
     let text = graph_text(&analysis);
     assert_eq!(text.matches("⚒ tool python").count(), 2, "{text}");
 }
+
+#[test]
+fn replay_joins_each_rollout_with_its_row() {
+    let (rows, analyses) = load();
+    let locations = tokscope::load::locate(&[PathBuf::from(STORE)], &[]).unwrap();
+    let mut app = App::new_live(
+        vec![PathBuf::from(STORE)],
+        VerdictOptions::default(),
+        common::viewport(120, 40),
+    );
+    app.live.watching = false;
+    app.update(tokscope::app::Message::Store(
+        analyses
+            .iter()
+            .map(tokscope::live::StoreEvent::updated)
+            .collect(),
+    ));
+    let timeline = tokscope::live::replay::Replay::from_store(locations, VerdictOptions::default())
+        .with_rows(std::sync::Arc::new(rows));
+    app.replay_on(timeline);
+    app.start_replay();
+    // At the last call, the open rollout has its row's observations, as when live.
+    let end = app.replay.as_ref().unwrap().replay.len();
+    key(&mut app, KeyCode::Char(':'));
+    for c in end.to_string().chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    let shown = app.shown().expect("a rollout open");
+    assert!(
+        shown.options.observations.is_some(),
+        "{} has no observations in replay",
+        shown.rollout_id()
+    );
+    let live = find(&analyses, shown.rollout_id());
+    assert_eq!(
+        graph_text(shown),
+        graph_text(live),
+        "the same graph as live"
+    );
+}

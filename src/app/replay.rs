@@ -124,7 +124,7 @@ impl ReplayState {
     }
 
     /// Jump; `None` when the target names no call.
-    pub fn jump(&mut self, target: &JumpTarget) -> Option<Vec<usize>> {
+    pub fn jump(&mut self, target: &JumpTarget, now: Instant) -> Option<Vec<usize>> {
         let position = match target {
             JumpTarget::Offset(offset) => {
                 let start = self.replay.start().unwrap_or(0.0);
@@ -133,7 +133,26 @@ impl ReplayState {
             JumpTarget::Call(position) => *position,
             JumpTarget::CallId(call) => self.replay.position_of_call(call)?,
         };
-        Some(self.replay.seek(position))
+        let changed = self.replay.seek(position);
+        // Playing on from where it jumped (backwards too), not from the old clock.
+        if self.playing.is_some() {
+            let time = self.replay.time().or(self.replay.start()).unwrap_or(0.0);
+            self.anchor = Some((now, time));
+        }
+        Some(changed)
+    }
+
+    /// The store time shown: the play clock while playing (it moves between calls too),
+    /// else the time of the last call applied.
+    pub fn clock(&self, now: Instant) -> Option<f64> {
+        match (self.playing, self.anchor) {
+            (Some(speed), Some((wall, store))) => {
+                let end = self.replay.moments().last().map(|m| m.time);
+                let clock = store + now.saturating_duration_since(wall).as_secs_f64() * speed;
+                Some(end.map_or(clock, |end| clock.min(end)))
+            }
+            _ => self.replay.time(),
+        }
     }
 
     /// The clock moved: the calls now due while playing (`None` when nothing is due), and
@@ -265,7 +284,7 @@ impl App {
         let Some(replay) = &mut self.replay else {
             return;
         };
-        match replay.jump(target) {
+        match replay.jump(target, self.now) {
             Some(rollouts) => self.after_seek(&rollouts),
             None => {
                 if let JumpTarget::CallId(call) = target {
@@ -385,11 +404,11 @@ mod tests {
         assert_eq!(replay.replay.position(), end - 1);
         replay.step(isize::MIN);
         assert_eq!(replay.replay.position(), 0);
-        assert!(replay.jump(&JumpTarget::Call(3)).is_some());
+        assert!(replay.jump(&JumpTarget::Call(3), Instant::now()).is_some());
         assert_eq!(replay.replay.position(), 3);
         assert!(
             replay
-                .jump(&JumpTarget::CallId("no-such-call".into()))
+                .jump(&JumpTarget::CallId("no-such-call".into()), Instant::now())
                 .is_none()
         );
         // Playing far ahead of the store clock reaches the end and stops.

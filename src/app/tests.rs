@@ -380,3 +380,32 @@ fn cycling_chains_from_the_tree_keeps_the_focus_and_says_which_chain() {
         app.message
     );
 }
+
+#[test]
+fn a_jump_while_playing_goes_back_and_the_clock_moves_between_calls() {
+    let mut app = demo();
+    app.start_replay();
+    for _ in 0..6 {
+        act(&mut app, Action::StepForward);
+    }
+    let start = app.now;
+    act(&mut app, Action::Speed10);
+    assert!(app.replay.as_ref().is_some_and(|r| r.playing.is_some()));
+    // Jump back to call 2 while playing: it stays there (play goes on from it).
+    act(&mut app, Action::Jump);
+    type_text(&mut app, "2");
+    app.update(Message::Text(TextKey::Submit));
+    let position = |app: &App| app.replay.as_ref().map_or(0, |r| r.replay.position());
+    assert_eq!(position(&app), 2);
+    app.update(Message::Tick(start + Duration::from_millis(10)));
+    assert!(position(&app) <= 3, "not back to where the clock was");
+    // The clock shown moves with the wall clock, not only when a call lands.
+    let replay = app.replay.as_ref().expect("replaying");
+    let a = replay
+        .clock(start + Duration::from_millis(20))
+        .expect("a clock");
+    let b = replay
+        .clock(start + Duration::from_millis(120))
+        .expect("a clock");
+    assert!(b > a, "{a} then {b}");
+}

@@ -350,6 +350,7 @@ impl LiveStore {
     /// records' times (see [`replay::Replay::from_store`]).
     pub fn timeline(&self, locations: Vec<RolloutLocation>) -> replay::Replay {
         replay::Replay::from_store(locations, self.options.clone())
+            .with_rows(std::sync::Arc::new(self.rows.clone()))
     }
 
     /// Rollouts kept hot.

@@ -57,6 +57,8 @@ pub struct Replay {
     position_of: Vec<Vec<usize>>,
     position: usize,
     options: VerdictOptions,
+    /// Rollout rows: each rollout is judged with the observations of its row, as live.
+    rows: Arc<crate::observe::Rows>,
 }
 
 /// Each record's `created_at` and call id, in file order.
@@ -141,6 +143,7 @@ impl Replay {
             position_of,
             position: 0,
             options,
+            rows: Arc::default(),
         }
     }
 
@@ -291,7 +294,15 @@ impl Replay {
 
     /// The analysis of `rollout` at the current position.
     pub(crate) fn analysis_at(&self, rollout: usize) -> Analysis {
-        analyze(self.capture_at(rollout), &self.options)
+        let capture = self.capture_at(rollout);
+        let options = crate::load::options_for(&self.options, &self.rows, &capture.location);
+        analyze(capture, &options)
+    }
+
+    /// Judge every rollout with the observations of its row in `rows`.
+    pub fn with_rows(mut self, rows: Arc<crate::observe::Rows>) -> Replay {
+        self.rows = rows;
+        self
     }
 }
 

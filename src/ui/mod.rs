@@ -139,7 +139,10 @@ fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let mut spans = vec![Span::styled(format!(" {} ", strings::APP), theme.heading())];
     if let Some(replay) = &app.replay {
         let r = &replay.replay;
-        let offset = r.time().zip(r.start()).map_or(0.0, |(t, s)| t - s);
+        let offset = replay
+            .clock(app.now)
+            .zip(r.start())
+            .map_or(0.0, |(t, s)| t - s);
         let mut play = match replay.playing {
             Some(speed) => format!("▶ {speed}×"),
             None => "❚❚".into(),
