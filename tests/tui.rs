@@ -557,3 +557,24 @@ fn huge_fields_are_shown_bounded_and_an_idle_screen_is_not_redrawn() {
     // Nothing in a frozen store moves with the clock.
     assert!(!app.animating());
 }
+
+#[test]
+fn an_empty_gaps_pane_does_not_claim_joins_without_a_row() {
+    let mut app = app("store-1-0", (120, 40));
+    // A rollout with no gap at all: without rows, nothing was observed to join.
+    let index = (0..app.rollouts.len())
+        .find(|&i| {
+            app.details
+                .get(i)
+                .is_some_and(|a| tokscope::observe::graph::rollout_gaps(a).is_empty())
+        })
+        .expect("a rollout without gaps");
+    let id = app.rollouts[index].rollout_id().to_owned();
+    open(&mut app, &id);
+    while app.focus != Pane::Gaps {
+        key(&mut app, KeyCode::Tab);
+    }
+    let text = common::screen(&app);
+    assert!(text.contains("No rollout row"), "{text}");
+    assert!(!text.contains("everything was observed"), "{text}");
+}

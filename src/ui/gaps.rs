@@ -45,8 +45,17 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         theme,
     );
     if view.gaps.is_empty() {
+        // Without a row nothing was observed, so "everything was joined" would be untrue.
+        let observed = app
+            .shown()
+            .is_some_and(|a| a.options.observations.is_some());
+        let text = if observed {
+            strings::NO_GAPS
+        } else {
+            strings::NO_CAPTURE_GAPS_NO_ROW
+        };
         frame.render_widget(
-            Paragraph::new(Span::styled(strings::NO_GAPS, theme.good())).block(block),
+            Paragraph::new(Span::styled(text, theme.good())).block(block),
             area,
         );
         return;

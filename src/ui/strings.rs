@@ -84,6 +84,8 @@ pub(crate) const NO_OBSERVATIONS: &str =
 pub(crate) const NOT_A_CALL: &str = "select a model call (●) to jump to its tokens";
 /// No gaps.
 pub(crate) const NO_GAPS: &str = "no gaps: everything was observed and joined";
+pub(crate) const NO_CAPTURE_GAPS_NO_ROW: &str = "no capture gaps. No rollout row, so nothing \
+     observed to join: pass --rollouts ROWS (or put the rows file in the store directory)";
 
 /// Export prompt.
 pub(crate) fn export_prompt(what: ExportKind) -> &'static str {
