@@ -216,3 +216,84 @@ fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
     let records: usize = app.rollouts.iter().map(|s| s.records).sum();
     assert_eq!(records, end, "every call applied");
 }
+
+#[test]
+fn a_cooled_rollout_whose_records_appear_later_is_read_whole() {
+    // Intents first (as the writer does), the records file only after the first scan.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rollout = linear_rollout("a", 3, &mut Rng::new(3), 5, false, true);
+    rollout.extra_intents.push("a-inflight".into());
+    rollout.write(dir.path()).unwrap();
+    let records = dir.path().join("a.tokens.jsonl");
+    let saved = std::fs::read(&records).unwrap();
+    std::fs::remove_file(&records).unwrap();
+    let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
+    first_scan(&mut store);
+    std::fs::write(&records, saved).unwrap();
+    let location = tokscope::store::RolloutLocation {
+        dir: dir.path().to_path_buf(),
+        id: "a".into(),
+    };
+    let events = store.rescan().unwrap();
+    let Some(StoreEvent::Updated(live)) = events.first() else {
+        panic!("an update: {events:?}");
+    };
+    let cold = tokscope::verdict::analyze(
+        tokscope::store::read_capture(&location),
+        &VerdictOptions::default(),
+    );
+    assert_eq!(
+        **live,
+        Summary::of(&cold),
+        "the cooled intents were read again"
+    );
+    assert_eq!(live.open_intents, vec!["a-inflight".to_owned()]);
+}
+
+#[test]
+fn a_rollout_selected_while_paused_opens() {
+    let dir = store();
+    let stores = vec![dir.path().to_path_buf()];
+    let analyses = tokscope::load::analyze_all(
+        &tokscope::load::locate(&stores, &[]).unwrap(),
+        &VerdictOptions::default(),
+    );
+    let mut app = App::new_live(stores, VerdictOptions::default(), common::viewport(120, 40));
+    app.update(Message::Store(
+        analyses.iter().map(StoreEvent::updated).collect(),
+    ));
+    common::key(&mut app, crossterm::event::KeyCode::Char(' '));
+    assert!(app.live.paused);
+    for _ in 0..3 {
+        common::key(&mut app, crossterm::event::KeyCode::Down);
+        if let Some(wanted) = app.detail_requests() {
+            let details = wanted
+                .iter()
+                .filter_map(|l| analyses.iter().find(|a| &a.capture.location == l))
+                .map(|a| StoreEvent::Detail(Box::new(a.clone())))
+                .collect();
+            app.update(Message::Store(details));
+        }
+        assert!(!app.loading(), "the answer opens the rollout while paused");
+        assert!(app.view.is_some());
+    }
+}
+
+#[test]
+fn record_times_at_the_ends_of_the_range_do_not_break_the_health_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rollout = linear_rollout("t", 2, &mut Rng::new(1), 5, false, true);
+    rollout.calls[0].created_at = -1e19;
+    rollout.calls[1].created_at = 1e19;
+    rollout.write(dir.path()).unwrap();
+    let analyses = tokscope::load::analyze_all(
+        &tokscope::load::locate(&[dir.path().to_path_buf()], &[]).unwrap(),
+        &VerdictOptions::default(),
+    );
+    let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
+    let health = tokscope::app::health::Health::of(&summaries);
+    assert_eq!(health.calls, 2);
+    let mut only_past = summaries[0].clone();
+    only_past.call_seconds = [(i64::MIN, 1)].into_iter().collect();
+    tokscope::app::health::Health::of([&only_past]);
+}

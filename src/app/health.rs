@@ -75,7 +75,7 @@ impl Health {
     pub fn settle(&mut self) {
         let mut series = vec![0u64; RATE_WINDOW];
         if let Some((&latest, _)) = self.seconds.last_key_value() {
-            let first = latest - RATE_WINDOW as i64 + 1;
+            let first = latest.saturating_sub(RATE_WINDOW as i64 - 1);
             for (&second, &count) in self.seconds.range(first..=latest) {
                 series[(second - first) as usize] = count;
             }

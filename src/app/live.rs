@@ -128,6 +128,27 @@ impl App {
                 return true;
             }
         }
+        if self.live.paused && self.replay.is_none() {
+            // Paused, the answers to what the user opens still come in (as analyses only: the
+            // list keeps the paused summaries); the rest waits for resume. A held detail may be
+            // older than these: it is applied again on resume, followed by the newer events.
+            let mut answered = false;
+            for event in &events {
+                if let StoreEvent::Detail(analysis) = event
+                    && let Some(&index) = self.index_of.get(&analysis.capture.location)
+                    && !self.details.contains(index)
+                {
+                    self.details
+                        .insert(index, std::sync::Arc::new((**analysis).clone()));
+                    answered = true;
+                }
+            }
+            if answered && self.view.is_none() {
+                self.open_selected();
+            }
+            self.live.hold(&mut events, false);
+            return answered;
+        }
         if events.is_empty() || self.live.hold(&mut events, self.replay.is_some()) {
             return false;
         }

@@ -67,6 +67,13 @@ impl LiveRollout {
             .sum()
     }
 
+    /// Whether any of its files' bytes were dropped.
+    fn is_cold(&self) -> bool {
+        [&self.state, &self.intents, &self.records, &self.sentinel]
+            .iter()
+            .any(|tail| tail.is_cold())
+    }
+
     fn tails_mut(&mut self) -> [&mut FileTail; 4] {
         [
             &mut self.state,
@@ -94,8 +101,9 @@ impl LiveRollout {
 
     /// Read what changed; `Some(analysis)` when anything did.
     pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
-        // A cooled rollout read again must be read whole: its parsed lines are gone too.
-        let cold = self.records.is_cold();
+        // A cooled rollout read again must be read whole: its parsed lines are gone too (any
+        // of its files may have been cooled: one that did not exist then holds nothing).
+        let cold = self.is_cold();
         let mut changed = false;
         // State first: the records file then holds at least what the state's index covers,
         // so a writer caught between its two writes never looks like a bad index.
@@ -273,7 +281,7 @@ impl LiveStore {
             let Some(rollout) = self.rollouts.get_mut(&location) else {
                 continue;
             };
-            let was_cold = rollout.records.is_cold();
+            let was_cold = rollout.is_cold();
             let analysis = rollout.analyze_now(&options);
             if was_cold {
                 rollout.cool();

@@ -254,12 +254,20 @@ impl Replay {
         }
         let full = self.full_capture(rollout);
         let full = &*full;
-        // Records written after the timeline was made are not on it: not applied.
-        let on_timeline = |r: usize| positions.get(r).is_some_and(|&p| p < self.position);
+        // A record is applied when the timeline holds it (the same call at the same place:
+        // a file rewritten since reads differently) and its moment has passed.
+        let on_timeline = |r: usize| {
+            positions.get(r).is_some_and(|&p| {
+                p < self.position && *self.calls[p] == *full.records[r].model_call_id
+            })
+        };
         let applied: Vec<usize> = (0..full.records.len())
             .filter(|&r| on_timeline(r))
             .collect();
-        if applied.len() == full.records.len() && self.position > 0 {
+        if applied.len() == full.records.len()
+            && full.records.len() == positions.len()
+            && self.position > 0
+        {
             return full.clone();
         }
         let mut capture = full.clone();
