@@ -107,3 +107,29 @@ fn an_unknown_rollout_is_one_clear_line_and_status_two() {
     );
     assert!(output.stdout.is_empty());
 }
+
+#[test]
+fn the_demo_store_is_embedded_in_the_binary() {
+    // As an installed binary would (no sources next to it): the embedded copy is unpacked.
+    let temp = tempfile::tempdir().unwrap();
+    let embedded = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .arg("build")
+        .env("TOKSCOPE_EMBEDDED_ASSETS", "1")
+        .env("TMPDIR", temp.path())
+        .output()
+        .unwrap();
+    assert_eq!(embedded.status.code(), Some(0));
+    let sources = run(&[
+        "build",
+        &format!("{}/assets/demo-store", env!("CARGO_MANIFEST_DIR")),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&embedded.stdout),
+        String::from_utf8_lossy(&sources.stdout)
+    );
+    let unpacked = std::fs::read_dir(temp.path()).unwrap().count();
+    assert_eq!(
+        unpacked, 1,
+        "one directory of assets in the temporary directory"
+    );
+}
