@@ -301,6 +301,20 @@ fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCo
 
 /// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.
 fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        // Nothing to watch without a terminal: the table of the store the demo writes.
+        let stores = vec![assets().join("demo-store")];
+        let rows = read_rows(&stores, &args.rows);
+        build(
+            &stores,
+            &[],
+            &VerdictOptions::default(),
+            Format::Table,
+            &rows,
+        )?;
+        return Ok(0);
+    }
     let dir = std::env::temp_dir().join(format!("tokscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let writer = tokscope::live::demo::start(&assets().join("demo-store"), &dir, pace)?;

@@ -133,3 +133,14 @@ fn the_demo_store_is_embedded_in_the_binary() {
         "one directory of assets in the temporary directory"
     );
 }
+
+#[test]
+fn demo_without_a_terminal_prints_the_demo_stores_table() {
+    let output = run(&["demo"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("13 rollouts: 6 ok, 6 masked, 1 pending"),
+        "{text}"
+    );
+}
