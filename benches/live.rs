@@ -76,20 +76,6 @@ fn writer(dir: &Path) {
     }
 }
 
-fn cpu_seconds() -> f64 {
-    // utime + stime of this process, in clock ticks (100 per second on Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(position) = args.iter().position(|a| a == "--writer") {
@@ -103,7 +89,7 @@ fn main() {
             break;
         }
     }
-    let cpu_before = cpu_seconds();
+    let cpu_before = tokscope_testkit::cpu_seconds();
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--writer")
         .arg(dir.path())
@@ -128,7 +114,7 @@ fn main() {
             seen.entry(id).or_default().push((count, at));
         }
     }
-    let cpu = cpu_seconds() - cpu_before;
+    let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
     let output = child.wait_with_output().unwrap();
     let mut latencies = Vec::new();
     for line in output.stdout.lines() {

@@ -35,19 +35,6 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
-
 /// `VmRSS` and `VmHWM` of this process, in MB.
 fn memory_mb() -> (f64, f64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -286,7 +273,7 @@ fn main() {
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
 
     // Live: appends to 50 rollouts while the app follows.
-    let cpu_before = cpu_seconds();
+    let cpu_before = tokscope_testkit::cpu_seconds();
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--writer")
         .arg(work.path())
@@ -322,7 +309,7 @@ fn main() {
             }
         }
     }
-    let cpu = cpu_seconds() - cpu_before;
+    let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
     let output = child.wait_with_output().unwrap();
     let mut latencies = Vec::new();
     for line in output.stdout.lines() {

@@ -117,17 +117,8 @@ fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<Path
 
 /// Open the explorer; without a terminal (piped output), print the build table instead.
 fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<u8> {
-    use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        let rows = read_rows(&stores, &args.rows);
-        build(
-            &stores,
-            &[],
-            &VerdictOptions::default(),
-            Format::Table,
-            &rows,
-        )?;
-        return Ok(0);
+    if !interactive() {
+        return print_table(&stores, &args);
     }
     // Fail early, with one clear line, on a directory that cannot be listed.
     locate(&stores, &[])?;
@@ -299,21 +290,30 @@ fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCo
     }
 }
 
+/// Whether standard input and output are a terminal (else the explorer prints a table).
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::io::stdin().is_terminal()
+}
+
+/// The build table of `stores`, printed instead of the explorer.
+fn print_table(stores: &[PathBuf], args: &ExploreArgs) -> anyhow::Result<u8> {
+    let rows = read_rows(stores, &args.rows);
+    build(
+        stores,
+        &[],
+        &VerdictOptions::default(),
+        Format::Table,
+        &rows,
+    )?;
+    Ok(0)
+}
+
 /// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.
 fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<u8> {
-    use std::io::IsTerminal;
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+    if !interactive() {
         // Nothing to watch without a terminal: the table of the store the demo writes.
-        let stores = vec![assets().join("demo-store")];
-        let rows = read_rows(&stores, &args.rows);
-        build(
-            &stores,
-            &[],
-            &VerdictOptions::default(),
-            Format::Table,
-            &rows,
-        )?;
-        return Ok(0);
+        return print_table(&[assets().join("demo-store")], &args);
     }
     let dir = std::env::temp_dir().join(format!("tokscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

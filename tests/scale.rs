@@ -26,6 +26,26 @@ fn store() -> tempfile::TempDir {
     dir
 }
 
+/// Every rollout of `stores`, analyzed.
+fn analyses_of(stores: &[std::path::PathBuf]) -> Vec<tokscope::verdict::Analysis> {
+    tokscope::load::analyze_all(
+        &tokscope::load::locate(stores, &[]).unwrap(),
+        &VerdictOptions::default(),
+    )
+}
+
+/// Answer the app's requests for analyses as the watcher would.
+fn answer_requests(app: &mut App, analyses: &[tokscope::verdict::Analysis]) {
+    if let Some(wanted) = app.detail_requests() {
+        let details = wanted
+            .iter()
+            .filter_map(|l| analyses.iter().find(|a| &a.capture.location == l))
+            .map(|a| StoreEvent::Detail(Box::new(a.clone())))
+            .collect();
+        app.update(Message::Store(details));
+    }
+}
+
 fn first_scan(store: &mut LiveStore) -> Vec<StoreEvent> {
     let mut events = Vec::new();
     store
@@ -108,23 +128,13 @@ fn the_app_holds_few_analyses_whatever_is_browsed() {
         VerdictOptions::default(),
         common::viewport(120, 40),
     );
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&stores, &[]).unwrap(),
-        &VerdictOptions::default(),
-    );
+    let analyses = analyses_of(&stores);
     app.update(Message::Store(
         analyses.iter().map(StoreEvent::updated).collect(),
     ));
     // Browse the whole list, answering every request as the watcher would.
     for _ in 0..ROLLOUTS {
-        if let Some(wanted) = app.detail_requests() {
-            let details = wanted
-                .iter()
-                .filter_map(|l| analyses.iter().find(|a| &a.capture.location == l))
-                .map(|a| StoreEvent::Detail(Box::new(a.clone())))
-                .collect();
-            app.update(Message::Store(details));
-        }
+        answer_requests(&mut app, &analyses);
         assert!(app.view.is_some(), "the selected rollout is open");
         assert!(app.details.len() <= tokscope::app::details::DETAIL_CACHE);
         common::key(&mut app, crossterm::event::KeyCode::Down);
@@ -136,10 +146,7 @@ fn the_app_holds_few_analyses_whatever_is_browsed() {
 
 #[test]
 fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&[store().path().to_path_buf()], &[]).unwrap(),
-        &VerdictOptions::default(),
-    );
+    let analyses = analyses_of(&[store().path().to_path_buf()]);
     // Many rollouts (the same summaries under new ids), one changing at a time.
     let mut summaries: Vec<Summary> = Vec::new();
     for copy in 0..20 {
@@ -170,10 +177,7 @@ fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
 fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
     let dir = store();
     let stores = vec![dir.path().to_path_buf()];
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&stores, &[]).unwrap(),
-        &VerdictOptions::default(),
-    );
+    let analyses = analyses_of(&stores);
     let mut app = App::new(
         stores,
         analyses,
@@ -254,10 +258,7 @@ fn a_cooled_rollout_whose_records_appear_later_is_read_whole() {
 fn a_rollout_selected_while_paused_opens() {
     let dir = store();
     let stores = vec![dir.path().to_path_buf()];
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&stores, &[]).unwrap(),
-        &VerdictOptions::default(),
-    );
+    let analyses = analyses_of(&stores);
     let mut app = App::new_live(stores, VerdictOptions::default(), common::viewport(120, 40));
     app.update(Message::Store(
         analyses.iter().map(StoreEvent::updated).collect(),
@@ -266,14 +267,7 @@ fn a_rollout_selected_while_paused_opens() {
     assert!(app.live.paused);
     for _ in 0..3 {
         common::key(&mut app, crossterm::event::KeyCode::Down);
-        if let Some(wanted) = app.detail_requests() {
-            let details = wanted
-                .iter()
-                .filter_map(|l| analyses.iter().find(|a| &a.capture.location == l))
-                .map(|a| StoreEvent::Detail(Box::new(a.clone())))
-                .collect();
-            app.update(Message::Store(details));
-        }
+        answer_requests(&mut app, &analyses);
         assert!(!app.loading(), "the answer opens the rollout while paused");
         assert!(app.view.is_some());
     }
@@ -286,10 +280,7 @@ fn record_times_at_the_ends_of_the_range_do_not_break_the_health_counts() {
     rollout.calls[0].created_at = -1e19;
     rollout.calls[1].created_at = 1e19;
     rollout.write(dir.path()).unwrap();
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&[dir.path().to_path_buf()], &[]).unwrap(),
-        &VerdictOptions::default(),
-    );
+    let analyses = analyses_of(&[dir.path().to_path_buf()]);
     let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
     let health = tokscope::app::health::Health::of(&summaries);
     assert_eq!(health.calls, 2);

@@ -269,14 +269,20 @@ fn replay_steps_and_returns_to_the_present() {
     assert_eq!(app.message, Some(Notice::ReplayOnly));
 }
 
-#[test]
-fn the_tree_drives_the_tokens_and_the_what_if() {
+/// The demo, with the subagent rollout open and the tree focused.
+fn demo_with_subagent_tree() -> App {
     let mut app = demo();
     act(&mut app, Action::Filter);
     type_text(&mut app, "demo-subagent");
     app.update(Message::Text(TextKey::Submit));
     act(&mut app, Action::Enter);
     assert_eq!(app.focus, Pane::Tree);
+    app
+}
+
+#[test]
+fn the_tree_drives_the_tokens_and_the_what_if() {
+    let mut app = demo_with_subagent_tree();
     act(&mut app, Action::Down);
     let record = app.selected_record().expect("a record");
     act(&mut app, Action::PinTerminal);
@@ -366,12 +372,7 @@ fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
 
 #[test]
 fn cycling_chains_from_the_tree_keeps_the_focus_and_says_which_chain() {
-    let mut app = demo();
-    act(&mut app, Action::Filter);
-    type_text(&mut app, "demo-subagent");
-    app.update(Message::Text(TextKey::Submit));
-    act(&mut app, Action::Enter);
-    assert_eq!(app.focus, Pane::Tree);
+    let mut app = demo_with_subagent_tree();
     act(&mut app, Action::CycleChain);
     assert_eq!(app.focus, Pane::Tree, "c does not move the focus");
     assert!(

@@ -524,10 +524,6 @@ impl LiveStore {
     }
 
     /// Refresh one rollout (following it from now on): its events when it changed.
-    pub fn refresh_one(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
-        self.refresh(location)
-    }
-
     /// Refresh one rollout.
     pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
         let options = crate::load::options_for(&self.options, &self.rows, location);

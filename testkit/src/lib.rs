@@ -582,3 +582,18 @@ fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) 
         state.to_string().into_bytes(),
     )
 }
+
+/// CPU time (user + system) this process has spent, in seconds (Linux: `/proc/self/stat`, 100
+/// clock ticks a second), for the benchmarks' CPU figures.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
