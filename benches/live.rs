@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchOptions, watch};
@@ -16,13 +16,6 @@ use tokscope_testkit::{Rng, linear_rollout};
 const ROLLOUTS: usize = 50;
 const APPENDS_PER_SECOND: u64 = 1000;
 const SECONDS: u64 = 4;
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 /// The writer: round-robin appends at a steady rate; prints `rollout count fsync-time` lines.
 fn writer(dir: &Path) {
@@ -68,7 +61,7 @@ fn writer(dir: &Path) {
         file.write_all(format!("{}\n", lines[rollout][count - 1]).as_bytes())
             .unwrap();
         file.sync_data().unwrap();
-        times.push((rollout, count, now()));
+        times.push((rollout, count, tokscope_testkit::unix_now()));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (rollout, count, time) in times {
@@ -106,7 +99,7 @@ fn main() {
         if let Ok(StoreEvent::Updated(analysis)) =
             handle.events.recv_timeout(Duration::from_millis(500))
         {
-            let at = now();
+            let at = tokscope_testkit::unix_now();
             let id = analysis.rollout_id().to_owned();
             let count = analysis.records;
             let before = counts.insert(id.clone(), count).unwrap_or(0);

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -27,13 +27,6 @@ use tokscope::verdict::VerdictOptions;
 const LIVE_ROLLOUTS: usize = 50;
 const APPENDS_PER_SECOND: u64 = 200;
 const LIVE_SECONDS: u64 = 6;
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 /// `VmRSS` and `VmHWM` of this process, in MB.
 fn memory_mb() -> (f64, f64) {
@@ -143,7 +136,7 @@ fn writer(dir: &Path, ids: &[String]) {
         let line = &lines[r][n / ids.len()];
         files[r].write_all(format!("{line}\n").as_bytes()).unwrap();
         files[r].sync_data().unwrap();
-        times.push((r, n / ids.len() + 1, now()));
+        times.push((r, n / ids.len() + 1, tokscope_testkit::unix_now()));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (r, count, time) in times {
@@ -298,7 +291,7 @@ fn main() {
         }
         app.update(Message::Store(batch));
         draw(&mut app, &mut terminal);
-        let at = now();
+        let at = tokscope_testkit::unix_now();
         shown = 0;
         for id in &live_ids {
             let count = records_of(&app, work.path(), id) - base[id];

@@ -597,3 +597,10 @@ pub fn cpu_seconds() -> f64 {
         + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
     ticks / 100.0
 }
+
+/// Seconds since the Unix epoch, as the benchmarks' writers stamp their appends.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
