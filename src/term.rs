@@ -17,7 +17,7 @@ use ratatui::layout::Rect;
 
 use crate::app::{App, Message};
 use crate::live::watch::Watch;
-use crate::ui::layout::viewport;
+use crate::ui::layout::viewport_for;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
 
 /// The signals that end the explorer (with the terminal restored).
@@ -163,12 +163,8 @@ fn event_loop(
         Terminal::new(CrosstermBackend::new(stdout()))?;
     terminal.clear()?;
     let size = terminal.size()?;
-    app.update(Message::Resize(viewport(Rect::new(
-        0,
-        0,
-        size.width,
-        size.height,
-    ))));
+    let screen = Rect::new(0, 0, size.width, size.height);
+    app.update(Message::Resize(viewport_for(screen, app.zoomed())));
     let theme = Theme::from_env();
     let mut dirty = true;
     let mut last_draw = Instant::now();
@@ -221,7 +217,7 @@ fn event_loop(
                     Ok(Event::Resize(width, height)) => {
                         let area = Rect::new(0, 0, width, height);
                         terminal.resize(area)?;
-                        Some(Message::Resize(viewport(area)))
+                        Some(Message::Resize(viewport_for(area, app.zoomed())))
                     }
                     Ok(_) => None,
                 };

@@ -84,6 +84,14 @@ pub enum Action {
     Speed100,
     /// Replay: jump to a call number, a time offset or a call id.
     Jump,
+    /// Show (and focus) the inspector in the bottom-right place.
+    ShowInspector,
+    /// Show (and focus) the gaps in the bottom-right place.
+    ShowGaps,
+    /// Show (and focus) the observation graph in the bottom-right place.
+    ShowGraph,
+    /// Give the focused pane the whole screen, or give it back.
+    Zoom,
 }
 
 /// A key while a prompt (filter, jump, export path) is open.

@@ -13,7 +13,9 @@ pub mod follow;
 pub mod health;
 pub mod list;
 pub mod live;
+mod navigate;
 pub mod notice;
+mod prompt;
 pub mod replay;
 pub mod rollout;
 pub mod scroll;
@@ -135,6 +137,13 @@ pub enum Message {
     Resize(Viewport),
     /// The drawing side measured the inspector's text (lines).
     InspectorMeasured(usize),
+    /// The drawing side measured the help: its lines and the rows it shows.
+    HelpMeasured {
+        /// Lines of the help.
+        lines: usize,
+        /// Rows shown at a time.
+        rows: usize,
+    },
     /// Changes from the store watcher.
     Store(Vec<StoreEvent>),
     /// The clock moved.
@@ -173,6 +182,10 @@ pub struct App {
     pub mode: Mode,
     /// Help overlay shown.
     pub show_help: bool,
+    /// Where the help is scrolled to.
+    pub help: scroll::Scroll,
+    /// The focused pane has the whole screen.
+    pub zoom: bool,
     /// One-line notice for the status bar.
     pub message: Option<Notice>,
     /// What the screen shows of each pane.
@@ -234,6 +247,8 @@ impl App {
             detail: Pane::Inspector,
             mode: Mode::Normal,
             show_help: false,
+            help: scroll::Scroll::default(),
+            zoom: false,
             message: None,
             viewport,
             low_logprob: 0.1f64.ln(),
@@ -304,15 +319,28 @@ impl App {
                 view.inspector.set_size(lines, self.viewport.detail_rows);
                 return view.inspector.top() != before.top();
             }
+            Message::HelpMeasured { lines, rows } => {
+                let before = self.help;
+                self.help.set_size(lines, rows);
+                return self.help != before;
+            }
             Message::Store(events) => return self.apply(events),
             Message::Tick(now) => return self.tick(now),
         }
         true
     }
 
+    /// The pane that has the whole screen, if zoomed.
+    pub fn zoomed(&self) -> Option<Pane> {
+        self.zoom.then_some(self.focus)
+    }
+
     /// Perform an action.
     pub(crate) fn act(&mut self, action: Action) {
         self.message = None;
+        if self.show_help && self.scroll_help(action) {
+            return;
+        }
         match action {
             Action::Dismiss => {
                 self.show_help = false;
@@ -321,7 +349,14 @@ impl App {
                 }
             }
             Action::Quit => self.quit = true,
-            Action::Help => self.show_help = !self.show_help,
+            Action::Help => {
+                self.show_help = !self.show_help;
+                self.help.home();
+            }
+            Action::ShowInspector => self.focus_pane(Pane::Inspector),
+            Action::ShowGaps => self.focus_pane(Pane::Gaps),
+            Action::ShowGraph => self.focus_pane(Pane::Graph),
+            Action::Zoom => self.zoom = !self.zoom,
             Action::NextPane | Action::PrevPane => {
                 let at = PANES.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let step = if action == Action::NextPane {
@@ -437,69 +472,6 @@ impl App {
         }
     }
 
-    fn on_text(&mut self, key: TextKey) {
-        let submit = key == TextKey::Submit;
-        let cancel = key == TextKey::Cancel;
-        match &mut self.mode {
-            Mode::Normal => {}
-            Mode::Filter => {
-                if cancel {
-                    self.list.filter.clear();
-                }
-                action::edit(&mut self.list.filter, key);
-                if submit || cancel {
-                    self.mode = Mode::Normal;
-                }
-                self.refresh_list();
-            }
-            Mode::Jump(text) => {
-                action::edit(text, key);
-                if submit {
-                    let target = JumpTarget::parse(text);
-                    self.mode = Mode::Normal;
-                    if let Some(target) = target {
-                        self.jump(&target);
-                    }
-                } else if cancel {
-                    self.mode = Mode::Normal;
-                }
-            }
-            Mode::Export { what, path } => {
-                action::edit(path, key);
-                if submit {
-                    let (what, path) = (*what, PathBuf::from(path.as_str()));
-                    self.mode = Mode::Normal;
-                    self.write_export(what, &path, false);
-                } else if cancel {
-                    self.mode = Mode::Normal;
-                }
-            }
-            Mode::ConfirmOverwrite { what, path } => {
-                let (what, path) = (*what, path.clone());
-                self.mode = Mode::Normal;
-                match key {
-                    TextKey::Char('y' | 'Y') => self.write_export(what, &path, true),
-                    _ => self.message = Some(Notice::NotOverwritten(path)),
-                }
-            }
-        }
-    }
-
-    /// Export, asking before replacing an existing file.
-    fn write_export(&mut self, what: ExportKind, path: &Path, overwrite: bool) {
-        self.message = match self.export(what, path, overwrite) {
-            Ok(written) => Some(Notice::Exported(written)),
-            Err(ExportError::Exists(existing)) => {
-                self.mode = Mode::ConfirmOverwrite {
-                    what,
-                    path: existing,
-                };
-                None
-            }
-            Err(error) => Some(Notice::ExportFailed(error)),
-        };
-    }
-
     /// Run `f` on the open view with its rollout as built.
     fn with_view(&mut self, f: impl FnOnce(&mut RolloutView, &Analysis)) {
         if let Some(view) = &mut self.view
@@ -516,69 +488,6 @@ impl App {
             && let Some(notice) = f(view, base)
         {
             self.message = Some(notice);
-        }
-    }
-
-    fn focus_pane(&mut self, pane: Pane) {
-        self.focus = pane;
-        if matches!(pane, Pane::Inspector | Pane::Gaps | Pane::Graph) {
-            self.detail = pane;
-        }
-    }
-
-    fn move_by(&mut self, delta: isize) {
-        match self.focus {
-            Pane::List => {
-                if self.list.scroll.move_by(delta) {
-                    self.open_selected();
-                }
-            }
-            Pane::Tree => self.notice_from_view(|view, base| view.move_tree(base, delta)),
-            Pane::Tokens => self.with_view(|view, _| {
-                let per_row = view.tokens.per_row() as isize;
-                view.tokens.move_cursor(delta.saturating_mul(per_row));
-            }),
-            Pane::Inspector => self.with_view(|view, _| view.inspector.move_by(delta)),
-            Pane::Gaps => self.with_view(|view, _| {
-                view.gap_list.move_by(delta);
-            }),
-            Pane::Graph => self.with_view(|view, _| {
-                view.graph_list.move_by(delta);
-            }),
-        }
-    }
-
-    /// One page up (`-1`) or down (`1`) in the focused pane.
-    fn page(&mut self, direction: isize) {
-        let rows = match (&self.view, self.focus) {
-            (_, Pane::List) => self.list.scroll.page(),
-            (Some(view), Pane::Tree) => view.tree.page(),
-            (Some(view), Pane::Tokens) => view.tokens.rows.page(),
-            (Some(view), Pane::Inspector) => view.inspector.page(),
-            (Some(view), Pane::Gaps) => view.gap_list.page(),
-            (Some(view), Pane::Graph) => view.graph_list.page(),
-            (None, _) => 1,
-        };
-        self.move_by(direction * rows as isize);
-    }
-
-    /// First (`false`) or last (`true`) of the focused pane.
-    fn jump_to_end(&mut self, last: bool) {
-        if self.focus == Pane::Inspector {
-            self.with_view(|view, _| {
-                if last {
-                    view.inspector.end()
-                } else {
-                    view.inspector.home()
-                }
-            });
-            return;
-        }
-        let delta = if last { isize::MAX / 4 } else { isize::MIN / 4 };
-        if self.focus == Pane::Tokens {
-            self.with_view(|view, _| view.tokens.move_cursor(delta));
-        } else {
-            self.move_by(delta);
         }
     }
 
@@ -649,62 +558,6 @@ impl App {
         options.terminal_call_id = Some(call.clone());
         self.what_if(options);
         self.select_call(&call);
-    }
-
-    fn on_click(&mut self, pane: Pane, row: Option<usize>) {
-        self.focus_pane(pane);
-        let Some(row) = row else { return };
-        match pane {
-            Pane::List => {
-                if let Some(index) = self.list.scroll.hit(row)
-                    && self.list.scroll.select(index)
-                {
-                    self.open_selected();
-                }
-            }
-            Pane::Tree => self.notice_from_view(|view, base| {
-                let index = view.tree.hit(row)?;
-                view.select_tree_row(base, index)
-            }),
-            Pane::Gaps => self.with_view(|view, _| {
-                if let Some(index) = view.gap_list.hit(row) {
-                    view.gap_list.select(index);
-                }
-            }),
-            Pane::Graph => self.with_view(|view, _| {
-                if let Some(index) = view.graph_list.hit(row) {
-                    view.graph_list.select(index);
-                }
-            }),
-            Pane::Tokens | Pane::Inspector => {}
-        }
-    }
-
-    /// The wheel scrolls the pane under it without moving the focus; a selection pushed off
-    /// screen follows (and the rollout or call it lands on opens).
-    fn on_scroll(&mut self, pane: Pane, delta: isize) {
-        match pane {
-            Pane::List => {
-                let before = self.list.scroll.selected();
-                self.list.scroll.scroll_by(delta);
-                if self.list.scroll.selected() != before {
-                    self.open_selected();
-                }
-            }
-            Pane::Tree => self.notice_from_view(|view, base| {
-                let before = view.tree.selected();
-                view.tree.scroll_by(delta);
-                let after = view.tree.selected();
-                (after != before).then(|| view.select_tree_row(base, after))?
-            }),
-            Pane::Tokens => self.with_view(|view, _| {
-                let per_row = view.tokens.per_row() as isize;
-                view.tokens.move_cursor(delta.saturating_mul(per_row));
-            }),
-            Pane::Inspector => self.with_view(|view, _| view.inspector.move_by(delta)),
-            Pane::Gaps => self.with_view(|view, _| view.gap_list.scroll_by(delta)),
-            Pane::Graph => self.with_view(|view, _| view.graph_list.scroll_by(delta)),
-        }
     }
 
     fn resize(&mut self, viewport: Viewport) {

@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::layout::inner_width;
-use super::{Theme, clip, pane_block, short_call, strings};
-use crate::app::{App, Pane};
+use super::{Theme, clip, detail_block, short_call, strings};
+use crate::app::App;
 use crate::gaps::{GapFact, GapKind};
 use crate::text::sanitize;
 
@@ -29,9 +29,8 @@ fn label(kind: GapKind) -> &'static str {
 
 /// Draw the gaps of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let focused = app.focus == Pane::Gaps;
     let Some(view) = &app.view else {
-        let block = pane_block(strings::TITLE_GAPS.into(), focused, theme);
+        let block = detail_block(strings::TITLE_GAPS.into(), app, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
@@ -39,9 +38,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         .shown()
         .map(|a| a.rollout_id().to_owned())
         .unwrap_or_default();
-    let block = pane_block(
+    let block = detail_block(
         format!("{} ({})", strings::TITLE_GAPS, view.gaps.len()),
-        focused,
+        app,
         theme,
     );
     if view.gaps.is_empty() {

@@ -6,23 +6,22 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::layout::{inner_rows, inner_width};
-use super::{Theme, clip, pane_block, strings};
-use crate::app::{App, Pane};
+use super::{Theme, clip, detail_block, strings};
+use crate::app::App;
 use crate::observe::ObservedCall;
 use crate::observe::graph::{CallState, GraphLine, GraphNode};
 use crate::text::sanitize;
 
 /// Draw the graph of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let focused = app.focus == Pane::Graph;
     let Some(view) = &app.view else {
-        let block = pane_block(strings::TITLE_GRAPH.into(), focused, theme);
+        let block = detail_block(strings::TITLE_GRAPH.into(), app, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
-    let block = pane_block(
+    let block = detail_block(
         format!("{} ({})", strings::TITLE_GRAPH, view.graph.len()),
-        focused,
+        app,
         theme,
     );
     if view.graph.is_empty() {

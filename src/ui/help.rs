@@ -1,44 +1,80 @@
-//! The help overlay, drawn from the single list of key bindings.
+//! The help overlay, drawn from the single list of key bindings: two columns when the
+//! terminal is wide enough, one otherwise, scrolled with the moving keys.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::keys::{BINDINGS, Scope};
 use super::{Theme, pane_block, strings};
+use crate::app::App;
 
-fn section(scopes: &[(Scope, &'static str)], theme: Theme) -> Vec<Line<'static>> {
+/// Width of the keys column.
+const KEYS: usize = 13;
+/// Narrowest column that shows a binding's text whole on most lines.
+const COLUMN: usize = 56;
+
+/// A heading and its lines.
+type Section = (&'static str, Vec<(String, &'static str)>);
+
+fn sections() -> Vec<Section> {
+    let bindings = |scope: Scope| {
+        BINDINGS
+            .iter()
+            .filter(|b| b.scope == scope)
+            .map(|b| (b.keys.join(" "), b.help))
+            .collect::<Vec<_>>()
+    };
+    vec![
+        ("everywhere", bindings(Scope::Global)),
+        ("rollout list", bindings(Scope::List)),
+        ("chain tree", bindings(Scope::Tree)),
+        ("tokens", bindings(Scope::Tokens)),
+        ("live and replay", bindings(Scope::Live)),
+        (
+            "mouse",
+            strings::HELP_MOUSE
+                .iter()
+                .map(|(what, help)| ((*what).to_owned(), *help))
+                .collect(),
+        ),
+    ]
+}
+
+fn lines(sections: &[Section], width: usize, theme: Theme) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
-    for (scope, name) in scopes {
+    for (name, entries) in sections {
         lines.push(Line::from(Span::styled(*name, theme.heading())));
-        for binding in BINDINGS.iter().filter(|b| b.scope == *scope) {
+        for (keys, help) in entries {
+            let text = super::clip(help, width.saturating_sub(KEYS + 2));
             lines.push(Line::from(vec![
-                Span::styled(format!("  {:<12}", binding.keys.join(" ")), theme.good()),
-                Span::raw(binding.help),
+                Span::styled(format!("  {keys:<KEYS$}", keys = keys), theme.good()),
+                Span::raw(text),
             ]));
         }
     }
     lines
 }
 
-/// Draw the overlay centered on the screen, in two columns.
-pub(crate) fn draw(frame: &mut Frame, theme: Theme) {
-    let left = section(
-        &[(Scope::Global, "everywhere"), (Scope::List, "rollout list")],
-        theme,
-    );
-    let right = section(
-        &[
-            (Scope::Tree, "chain tree"),
-            (Scope::Tokens, "tokens"),
-            (Scope::Live, "live and replay"),
-        ],
-        theme,
-    );
+/// Draw the overlay centered on the screen; returns its lines and the rows it shows.
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) -> (usize, usize) {
     let area = frame.area();
     let width = area.width.min(124);
-    let height = area.height.min(left.len().max(right.len()) as u16 + 2);
+    let inner_width = usize::from(width.saturating_sub(2));
+    let all = sections();
+    // Two columns when each can be wide enough, split where the sections balance.
+    let columns: Vec<Vec<Line<'static>>> = if inner_width >= 2 * COLUMN {
+        let split = 2;
+        vec![
+            lines(&all[..split], inner_width / 2, theme),
+            lines(&all[split..], inner_width / 2, theme),
+        ]
+    } else {
+        vec![lines(&all, inner_width, theme)]
+    };
+    let longest = columns.iter().map(Vec::len).max().unwrap_or(0);
+    let height = area.height.min(longest as u16 + 2);
     let popup = Rect::new(
         area.x + (area.width - width) / 2,
         area.y + (area.height - height) / 2,
@@ -46,13 +82,26 @@ pub(crate) fn draw(frame: &mut Frame, theme: Theme) {
         height,
     );
     frame.render_widget(Clear, popup);
-    let block = pane_block(strings::TITLE_HELP.into(), true, theme);
+    let rows = usize::from(height.saturating_sub(2));
+    let title = if longest > rows {
+        strings::TITLE_HELP_SCROLL
+    } else {
+        strings::TITLE_HELP
+    };
+    let block = pane_block(title.into(), true, theme);
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
-    let columns = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
-        .split(inner);
-    frame.render_widget(Paragraph::new(left), columns[0]);
-    frame.render_widget(Paragraph::new(right), columns[1]);
+    let column_width = inner.width / columns.len() as u16;
+    let top = app.help.top().min(longest.saturating_sub(rows));
+    for (i, column) in columns.into_iter().enumerate() {
+        let rect = Rect::new(
+            inner.x + column_width * i as u16,
+            inner.y,
+            column_width,
+            inner.height,
+        );
+        let shown: Vec<Line> = column.into_iter().skip(top).take(rows).collect();
+        frame.render_widget(Paragraph::new(shown), rect);
+    }
+    (longest, rows)
 }

@@ -6,19 +6,15 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::Value;
 
-use super::{Theme, clip, pane_block, short_call, strings};
-use crate::app::{App, Pane};
+use super::{Theme, clip, detail_block, short_call, strings};
+use crate::app::App;
 use crate::rebuild::divergence::{Divergence, Reference};
 use crate::text::sanitize;
 use crate::verdict::Analysis;
 
 /// Draw the inspector; returns its text's length in lines as wrapped (for scrolling).
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> usize {
-    let block = pane_block(
-        strings::TITLE_INSPECTOR.into(),
-        app.focus == Pane::Inspector,
-        theme,
-    );
+    let block = detail_block(strings::TITLE_INSPECTOR.into(), app, theme);
     let paragraph = Paragraph::new(lines(app, theme)).wrap(Wrap { trim: false });
     let length = paragraph.line_count(area.width.saturating_sub(2));
     // The app clamps its scroll to the length measured here; until that arrives, clamp too.

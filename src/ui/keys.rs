@@ -40,6 +40,10 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["Esc"], action: Action::Dismiss, scope: Scope::Global, help: "close help · clear the message and the divergence" },
     Binding { keys: &["Tab"], action: Action::NextPane, scope: Scope::Global, help: "next pane" },
     Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: Scope::Global, help: "previous pane" },
+    Binding { keys: &["i"], action: Action::ShowInspector, scope: Scope::Global, help: "inspector tab (bottom right)" },
+    Binding { keys: &["p"], action: Action::ShowGaps, scope: Scope::Global, help: "gaps tab: what was not observed or joined" },
+    Binding { keys: &["o"], action: Action::ShowGraph, scope: Scope::Global, help: "observation graph tab" },
+    Binding { keys: &["f"], action: Action::Zoom, scope: Scope::Global, help: "zoom: the focused pane full screen / back" },
     Binding { keys: &["k", "↑"], action: Action::Up, scope: Scope::Global, help: "up" },
     Binding { keys: &["j", "↓"], action: Action::Down, scope: Scope::Global, help: "down" },
     Binding { keys: &["h", "←"], action: Action::Left, scope: Scope::Tokens, help: "previous token" },
@@ -48,7 +52,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["PgDn", "Ctrl-D"], action: Action::PageDown, scope: Scope::Global, help: "page down" },
     Binding { keys: &["g", "Home"], action: Action::Top, scope: Scope::Global, help: "first" },
     Binding { keys: &["G", "End"], action: Action::Bottom, scope: Scope::Global, help: "last" },
-    Binding { keys: &["Enter"], action: Action::Enter, scope: Scope::Global, help: "open rollout / jump to call" },
+    Binding { keys: &["Enter"], action: Action::Enter, scope: Scope::Global, help: "list: open · tree: divergence · gaps, graph: go to the call" },
     Binding { keys: &["z"], action: Action::ToggleCollapse, scope: Scope::Tree, help: "collapse / expand subtree" },
     Binding { keys: &["/"], action: Action::Filter, scope: Scope::List, help: "filter rollouts by text" },
     Binding { keys: &["m"], action: Action::MaskedOnly, scope: Scope::List, help: "masked only" },
@@ -116,15 +120,25 @@ fn lookup(name: &str) -> Option<Action> {
 }
 
 /// The message a key sends to the app: text editing while a prompt is open, else the action
-/// bound to it. With the help shown, any key closes it (`q` still quits).
+/// bound to it. With the help shown, the moving keys scroll it and any other key closes it
+/// (`q` still quits).
 pub fn message_for(app: &App, key: KeyEvent) -> Option<Message> {
     if app.mode != Mode::Normal {
         return text_key(key).map(Message::Text);
     }
     let action = action_for(key);
     if app.show_help {
+        // Moving keys scroll the help; any other key closes it (`q` still quits).
         return Some(Message::Action(match action {
-            Some(Action::Quit) => Action::Quit,
+            Some(
+                action @ (Action::Quit
+                | Action::Up
+                | Action::Down
+                | Action::PageUp
+                | Action::PageDown
+                | Action::Top
+                | Action::Bottom),
+            ) => action,
             _ => Action::Dismiss,
         }));
     }
@@ -161,7 +175,8 @@ mod tests {
             | CycleReason | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb
             | PrevLowProb | CycleChain | ToggleText | Divergence | PinTerminal
             | ToggleAttributed | ClearWhatIf | ExportReport | ExportResponse | Pause
-            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Jump => {
+            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Jump
+            | ShowInspector | ShowGaps | ShowGraph | Zoom => {
                 BINDINGS.iter().any(|b| b.action == action)
             }
         };
@@ -206,6 +221,10 @@ mod tests {
             Speed10,
             Speed100,
             Jump,
+            ShowInspector,
+            ShowGaps,
+            ShowGraph,
+            Zoom,
         ] {
             assert!(check(action), "{action:?} has no key");
         }

@@ -2,7 +2,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 
-use crate::app::Viewport;
+use crate::app::{Pane, Viewport};
 
 /// The rectangles of every pane for a terminal size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +28,41 @@ pub(crate) const NARROW: u16 = 100;
 
 /// Lay out the panes in `area`.
 pub fn areas(area: Rect) -> Areas {
+    areas_for(area, None)
+}
+
+/// Lay out the panes in `area`, `zoom` (if any) taking the whole body; the other panes are
+/// then empty rectangles.
+pub fn areas_for(area: Rect, zoom: Option<Pane>) -> Areas {
+    let Some(pane) = zoom else {
+        return split(area);
+    };
+    let normal = split(area);
+    let body = Rect::new(
+        area.x,
+        normal.health.y + normal.health.height,
+        area.width,
+        normal
+            .status
+            .y
+            .saturating_sub(normal.health.y + normal.health.height),
+    );
+    let mut zoomed = Areas {
+        header: normal.header,
+        health: normal.health,
+        status: normal.status,
+        ..Areas::default()
+    };
+    match pane {
+        Pane::List => zoomed.list = body,
+        Pane::Tree => zoomed.tree = body,
+        Pane::Tokens => zoomed.tokens = body,
+        Pane::Inspector | Pane::Gaps | Pane::Graph => zoomed.detail = body,
+    }
+    zoomed
+}
+
+fn split(area: Rect) -> Areas {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
@@ -116,7 +151,12 @@ pub(crate) fn graph_rows(rect: Rect) -> usize {
 
 /// What each pane shows, for the app's scrolling and paging.
 pub fn viewport(size: Rect) -> Viewport {
-    let areas = areas(size);
+    viewport_for(size, None)
+}
+
+/// What each pane shows with `zoom` (if any) taking the whole body.
+pub fn viewport_for(size: Rect, zoom: Option<Pane>) -> Viewport {
+    let areas = areas_for(size, zoom);
     Viewport {
         width: size.width,
         height: size.height,

@@ -1,5 +1,7 @@
 //! Drawing: a pure function of the application state. One module per pane.
 
+pub mod bars;
+pub mod fit;
 pub mod gaps;
 pub mod graph;
 pub mod help;
@@ -14,13 +16,11 @@ pub mod tokens;
 pub mod tree;
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::text::Span;
+use ratatui::widgets::{Block, Borders};
 
-use crate::app::{Action, App, Mode, Pane};
+use crate::app::{App, Pane};
 use crate::text::sanitize;
-use keys::{BINDINGS, Scope};
 pub use theme::Theme;
 
 /// What drawing measured that the app needs to scroll right.
@@ -28,34 +28,57 @@ pub use theme::Theme;
 pub struct Drawn {
     /// Lines of the inspector's text as wrapped, when it was drawn.
     pub inspector_lines: Option<usize>,
+    /// Lines of the help and the rows it shows, when it was drawn.
+    pub help: Option<(usize, usize)>,
+    /// The panes' sizes, when they differ from what the app knows (after a zoom).
+    pub viewport: Option<crate::app::Viewport>,
 }
 
 impl Drawn {
     /// The messages that report the measures to the app.
     pub fn messages(self) -> impl Iterator<Item = crate::app::Message> {
-        self.inspector_lines
-            .map(crate::app::Message::InspectorMeasured)
-            .into_iter()
+        use crate::app::Message;
+        let viewport = self.viewport.map(Message::Resize);
+        let inspector = self.inspector_lines.map(Message::InspectorMeasured);
+        let help = self
+            .help
+            .map(|(lines, rows)| Message::HelpMeasured { lines, rows });
+        viewport.into_iter().chain(inspector).chain(help)
     }
 }
 
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
-    let areas = layout::areas(frame.area());
+    let zoom = app.zoomed();
+    let areas = layout::areas_for(frame.area(), zoom);
     let mut drawn = Drawn::default();
-    draw_header(frame, app, theme, areas.header);
-    draw_health(frame, app, theme, areas.health);
-    list::draw(frame, app, theme, areas.list);
-    tree::draw(frame, app, theme, areas.tree);
-    tokens::draw(frame, app, theme, areas.tokens);
-    match app.detail {
-        Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
-        Pane::Graph => graph::draw(frame, app, theme, areas.detail),
-        _ => drawn.inspector_lines = Some(inspector::draw(frame, app, theme, areas.detail)),
+    let viewport = layout::viewport_for(frame.area(), zoom);
+    if viewport != app.viewport {
+        drawn.viewport = Some(viewport);
     }
-    draw_status(frame, app, theme, areas.status);
+    bars::draw_header(frame, app, theme, areas.header);
+    bars::draw_health(frame, app, theme, areas.health);
+    // A zoomed screen leaves the other panes empty: not drawn.
+    let shown = |rect: ratatui::layout::Rect| !rect.is_empty();
+    if shown(areas.list) {
+        list::draw(frame, app, theme, areas.list);
+    }
+    if shown(areas.tree) {
+        tree::draw(frame, app, theme, areas.tree);
+    }
+    if shown(areas.tokens) {
+        tokens::draw(frame, app, theme, areas.tokens);
+    }
+    if shown(areas.detail) {
+        match app.detail {
+            Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
+            Pane::Graph => graph::draw(frame, app, theme, areas.detail),
+            _ => drawn.inspector_lines = Some(inspector::draw(frame, app, theme, areas.detail)),
+        }
+    }
+    bars::draw_status(frame, app, theme, areas.status);
     if app.show_help {
-        help::draw(frame, theme);
+        drawn.help = Some(help::draw(frame, app, theme));
     }
     drawn
 }
@@ -66,6 +89,41 @@ pub(crate) fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'s
         .borders(Borders::ALL)
         .border_style(theme.border(focused))
         .title(Span::styled(format!(" {title} "), theme.border(focused)))
+}
+
+/// The bottom-right pane's block, titled with the tab strip of the three panes that share
+/// the place: each with its key, the shown one highlighted and titled `title`.
+pub(crate) fn detail_block(title: String, app: &App, theme: Theme) -> Block<'static> {
+    use crate::app::Action;
+    let focused = matches!(app.focus, Pane::Inspector | Pane::Gaps | Pane::Graph);
+    let mut tabs = vec![Span::styled(" ", theme.border(focused))];
+    for (pane, action, name) in [
+        (
+            Pane::Inspector,
+            Action::ShowInspector,
+            strings::TITLE_INSPECTOR,
+        ),
+        (Pane::Gaps, Action::ShowGaps, strings::TITLE_GAPS),
+        (Pane::Graph, Action::ShowGraph, strings::TAB_GRAPH),
+    ] {
+        let key = keys::BINDINGS
+            .iter()
+            .find(|b| b.action == action)
+            .map_or("", |b| b.keys[0]);
+        let (text, style) = if pane == app.detail {
+            (title.clone(), theme.border(focused).patch(theme.selected()))
+        } else {
+            (name.to_owned(), theme.dim())
+        };
+        tabs.push(Span::styled(format!("{key} {text}"), style));
+        tabs.push(Span::styled(" │ ", theme.border(focused)));
+    }
+    tabs.pop();
+    tabs.push(Span::styled(" ", theme.border(focused)));
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border(focused))
+        .title(ratatui::text::Line::from(tabs))
 }
 
 /// Cut a string to `width` characters, marking the cut. Looks at no more than `width + 1`
@@ -127,247 +185,6 @@ pub(crate) fn short_call<'a>(call: &'a str, rollout_id: &str) -> std::borrow::Co
     sanitize(short)
 }
 
-fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let t = &app.health;
-    let percent = |n: usize, of: usize| {
-        if of == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / of as f64
-        }
-    };
-    let mut spans = vec![Span::styled(format!(" {} ", strings::APP), theme.heading())];
-    if let Some(replay) = &app.replay {
-        let r = &replay.replay;
-        let offset = replay
-            .clock(app.now)
-            .zip(r.start())
-            .map_or(0.0, |(t, s)| t - s);
-        let mut play = match replay.playing {
-            Some(speed) => format!("▶ {speed}×"),
-            None => "❚❚".into(),
-        };
-        if !replay.pending.is_empty() {
-            play.push_str(&format!(" ⇢ judging {}", replay.pending.len()));
-        }
-        spans.push(Span::styled(
-            format!(
-                "⏮ REPLAY call {}/{} +{offset:.1}s {play} ",
-                r.position(),
-                r.len()
-            ),
-            theme.heading().patch(theme.selected()),
-        ));
-        spans.push(Span::raw(" "));
-    } else if app.live.watching {
-        let live = &app.live;
-        if let Some(dir) = live.gone.iter().next() {
-            spans.push(Span::styled(
-                format!("⚠ STORE GONE {} ", sanitize(&dir.display().to_string())),
-                theme.problem().patch(theme.selected()),
-            ));
-        } else if app.replay_pending() {
-            spans.push(Span::styled(strings::READING_FOR_REPLAY, theme.dim()));
-        } else if live.paused {
-            spans.push(Span::styled(
-                format!("❚❚ PAUSED · {} changes waiting ", live.pending.len()),
-                theme.heading().patch(theme.selected()),
-            ));
-        } else if live.ready {
-            spans.push(Span::styled(
-                "● LIVE ",
-                theme.good().patch(theme.selected()),
-            ));
-        } else {
-            spans.push(Span::styled(strings::reading(live.progress), theme.dim()));
-        }
-        spans.push(Span::raw(" "));
-    } else if !app.live.ready && app.live.progress.is_some() {
-        spans.push(Span::styled(
-            strings::reading(app.live.progress),
-            theme.dim(),
-        ));
-        spans.push(Span::raw(" "));
-    }
-    if t.alarm(app.max_mask_fraction, app.min_frozen) {
-        spans.push(Span::styled(
-            format!(
-                "ALARM masked {:.0}% of frozen > {:.0}% ",
-                t.frozen_masked_fraction() * 100.0,
-                app.max_mask_fraction.unwrap_or(0.0) * 100.0
-            ),
-            theme.problem().patch(theme.selected()),
-        ));
-        spans.push(Span::raw(" "));
-    }
-    // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
-    let count = crate::text::count;
-    spans.push(Span::raw(format!(
-        "{} · ",
-        count(t.rollouts, "rollout", "rollouts")
-    )));
-    spans.push(Span::styled(
-        format!(
-            "{} masked ({:.0}% of frozen)",
-            t.masked,
-            percent(t.frozen_masked, t.frozen)
-        ),
-        theme.problem(),
-    ));
-    if t.at_risk > 0 {
-        spans.push(Span::raw(" · "));
-        spans.push(Span::styled(
-            format!("{} at risk", t.at_risk),
-            theme.problem(),
-        ));
-    }
-    spans.push(Span::raw(format!(
-        " · {} live ({} waiting) · {} (+{} in flight) · {} captured, {} delivered",
-        crate::text::thousands(t.live),
-        crate::text::thousands(t.waiting),
-        count(t.calls, "call", "calls"),
-        crate::text::thousands(t.in_flight),
-        count(t.tokens_captured, "token", "tokens"),
-        crate::text::thousands(t.tokens_delivered)
-    )));
-    if !app.stores.is_empty() {
-        let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();
-        spans.push(Span::styled(
-            format!(" · {}", sanitize(&stores.join(", "))),
-            theme.dim(),
-        ));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let h = &app.health;
-    let mut reasons: Vec<(&&str, &usize)> = h.masked_by_reason.iter().collect();
-    reasons.sort_by(|a, b| b.1.cmp(a.1));
-    let reasons: Vec<String> = reasons
-        .iter()
-        .map(|(code, n)| format!("{code} {n}"))
-        .collect();
-    let decisions: Vec<String> = h
-        .parent_decisions
-        .iter()
-        .map(|(d, n)| format!("{d} {n}"))
-        .collect();
-    let supplied = if h.prefix_requested == 0 {
-        "-".to_string()
-    } else {
-        format!(
-            "{:.0}%",
-            h.prefix_supplied as f64 * 100.0 / h.prefix_requested as f64
-        )
-    };
-    let b = h.delivered_buckets;
-    let spans = vec![
-        Span::styled(" masked or at risk: ", theme.dim()),
-        Span::styled(
-            if reasons.is_empty() {
-                "none".into()
-            } else {
-                reasons.join(", ")
-            },
-            theme.problem(),
-        ),
-        Span::styled(" · parents: ", theme.dim()),
-        Span::raw(decisions.join(", ")),
-        Span::styled(" · prefix supplied ", theme.dim()),
-        Span::raw(supplied),
-        Span::styled(" · delivered <25/50/75/100/all ", theme.dim()),
-        Span::raw(format!("{}/{}/{}/{}/{}", b[0], b[1], b[2], b[3], b[4])),
-        Span::styled(" · calls/s ", theme.dim()),
-        Span::styled(sparkline(&h.calls_per_second), theme.good()),
-    ];
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
-    let line = match &app.mode {
-        Mode::Filter => Line::from(vec![
-            Span::styled("filter: /", theme.heading()),
-            Span::raw(sanitize(&app.list.filter).into_owned()),
-            Span::styled("▏ Enter keep · Esc clear", theme.dim()),
-        ]),
-        Mode::Jump(text) => Line::from(vec![
-            Span::styled(strings::JUMP_PROMPT, theme.heading()),
-            Span::raw(sanitize(text).into_owned()),
-            Span::styled("▏ Enter jump · Esc cancel", theme.dim()),
-        ]),
-        Mode::Export { what, path } => Line::from(vec![
-            Span::styled(strings::export_prompt(*what), theme.heading()),
-            Span::raw(sanitize(path).into_owned()),
-            Span::styled("▏ Enter write · Esc cancel", theme.dim()),
-        ]),
-        Mode::ConfirmOverwrite { path, .. } => Line::from(vec![
-            Span::styled(
-                format!(
-                    "{} exists — overwrite? ",
-                    sanitize(&path.display().to_string())
-                ),
-                theme.heading(),
-            ),
-            Span::styled("y overwrite · any other key keeps it", theme.dim()),
-        ]),
-        Mode::Normal => match &app.message {
-            Some(notice) => Line::from(Span::styled(
-                sanitize(&strings::notice(notice)).into_owned(),
-                theme.heading(),
-            )),
-            None => Line::from(Span::styled(hints(app.focus), theme.dim())),
-        },
-    };
-    frame.render_widget(Paragraph::new(line), area);
-}
-
-/// A one-line sparkline of `values`.
-pub(crate) fn sparkline(values: &[u64]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().max().unwrap_or(0);
-    values
-        .iter()
-        .map(|&v| {
-            if max == 0 || v == 0 {
-                ' '
-            } else {
-                BARS[((v * 7) / max) as usize]
-            }
-        })
-        .collect()
-}
-
-/// Key hints for the focused pane, from the binding list.
-pub(crate) fn hints(focus: Pane) -> String {
-    let scope = match focus {
-        Pane::List => Scope::List,
-        Pane::Tree => Scope::Tree,
-        Pane::Tokens => Scope::Tokens,
-        _ => Scope::Global,
-    };
-    let mut parts: Vec<String> = BINDINGS
-        .iter()
-        .filter(|b| b.scope == scope && scope != Scope::Global)
-        .map(|b| format!("{} {}", b.keys[0], b.help))
-        .collect();
-    const ALWAYS: [Action; 6] = [
-        Action::NextPane,
-        Action::Enter,
-        Action::Divergence,
-        Action::PinTerminal,
-        Action::Help,
-        Action::Quit,
-    ];
-    parts.extend(
-        ALWAYS
-            .iter()
-            .filter_map(|action| BINDINGS.iter().find(|b| b.action == *action))
-            .map(|b| format!("{} {}", b.keys[0], b.help)),
-    );
-    parts.join(" · ")
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -380,11 +197,5 @@ mod tests {
         assert!(shown.chars().count() <= 51, "{shown}");
         assert!(shown.starts_with("{\"text\":\"xxx") && shown.ends_with('…'));
         assert_eq!(super::preview(&serde_json::json!([1, 2]), 50), "[1,2]");
-    }
-
-    #[test]
-    fn sparkline_scales_to_the_peak() {
-        assert_eq!(super::sparkline(&[0, 1, 2, 4]), " ▂▄█");
-        assert_eq!(super::sparkline(&[0, 0]), "  ");
     }
 }

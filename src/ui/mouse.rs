@@ -3,7 +3,7 @@
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
-use super::layout::{areas, inner_rows};
+use super::layout::{areas_for, inner_rows};
 use crate::app::{App, Message, Pane};
 
 /// Rows the wheel scrolls per notch.
@@ -11,7 +11,8 @@ const WHEEL: isize = 3;
 
 /// The message a mouse event sends to the app, if any.
 pub fn message_for(app: &App, mouse: MouseEvent) -> Option<Message> {
-    let areas = areas(Rect::new(0, 0, app.viewport.width, app.viewport.height));
+    let screen = Rect::new(0, 0, app.viewport.width, app.viewport.height);
+    let areas = areas_for(screen, app.zoomed());
     let at = Position::new(mouse.column, mouse.row);
     let (rect, pane) = [
         (areas.list, Pane::List),
@@ -61,7 +62,7 @@ mod tests {
     fn events_map_to_panes() {
         let viewport = super::super::layout::viewport(Rect::new(0, 0, 120, 40));
         let app = App::new(Vec::new(), Vec::new(), Default::default(), viewport);
-        let areas = areas(Rect::new(0, 0, 120, 40));
+        let areas = super::super::layout::areas(Rect::new(0, 0, 120, 40));
         let event = |kind, rect: Rect| MouseEvent {
             kind,
             column: rect.x + 2,

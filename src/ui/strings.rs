@@ -16,6 +16,14 @@ pub(crate) const TITLE_INSPECTOR: &str = "inspector";
 pub(crate) const TITLE_GAPS: &str = "gaps";
 /// Help title.
 pub(crate) const TITLE_HELP: &str = "keys — any key closes";
+/// The help's title when it has more lines than rows.
+pub(crate) const TITLE_HELP_SCROLL: &str = "keys — j/k PgUp/PgDn g/G scroll · any other key closes";
+/// What the mouse does, for the help.
+pub(crate) const HELP_MOUSE: [(&str, &str); 3] = [
+    ("click", "focus the pane, select the row (opens it)"),
+    ("wheel", "scroll the pane under the pointer"),
+    ("tab strip", "i / p / o show inspector, gaps, graph"),
+];
 
 /// Shown when a selected call is on no chain.
 pub(crate) const NOT_ON_A_CHAIN: &str =
@@ -77,6 +85,8 @@ pub(crate) const NO_BUILD: &str =
 pub(crate) const NO_CHAIN: &str = "no chain to show";
 /// Graph pane title.
 pub(crate) const TITLE_GRAPH: &str = "observation graph";
+/// The graph's name in the bottom-right tab strip.
+pub(crate) const TAB_GRAPH: &str = "graph";
 /// No rollout row.
 pub(crate) const NO_OBSERVATIONS: &str =
     "no rollout row for this rollout: pass --rollouts PATH (rows files in the store are found)";

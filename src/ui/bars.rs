@@ -1,0 +1,397 @@
+//! The one-line bars: the header (mode and store-wide counts), the health strip and the
+//! status bar (prompt, notice or key hints). Each is a list of ranked parts fitted to the
+//! width ([`super::fit`]), so a narrow terminal drops the least important facts whole
+//! instead of cutting words.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Span;
+use ratatui::widgets::Paragraph;
+
+use super::fit::{Part, fit};
+use super::keys::{BINDINGS, Scope};
+use super::{Theme, strings};
+use crate::app::{Action, App, Mode, Pane};
+use crate::text::{count, sanitize, thousands};
+
+fn separator(theme: Theme) -> Span<'static> {
+    Span::styled(" · ", theme.dim())
+}
+
+fn percent(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / of as f64
+    }
+}
+
+/// The mode badge: replay position, store gone, paused, live or reading.
+fn mode_badge(app: &App, theme: Theme) -> Option<Part> {
+    if let Some(replay) = &app.replay {
+        let r = &replay.replay;
+        let offset = replay
+            .clock(app.now)
+            .zip(r.start())
+            .map_or(0.0, |(t, s)| t - s);
+        let play = match replay.playing {
+            Some(speed) => format!("▶ {speed}×"),
+            None => "❚❚".into(),
+        };
+        let judging = if replay.pending.is_empty() {
+            String::new()
+        } else {
+            format!(" ⇢ judging {}", thousands(replay.pending.len()))
+        };
+        let style = theme.heading().patch(theme.selected());
+        let long = format!(
+            "⏮ REPLAY call {}/{} +{offset:.1}s {play}{judging} ",
+            thousands(r.position()),
+            thousands(r.len())
+        );
+        let short = format!("⏮ {}/{} {play} ", r.position(), r.len());
+        return Some(Part::text(0, long, style).or_text(short, style).badge());
+    }
+    let live = &app.live;
+    let (text, style) = if live.watching {
+        if let Some(dir) = live.gone.iter().next() {
+            (
+                format!("⚠ STORE GONE {} ", sanitize(&dir.display().to_string())),
+                theme.problem().patch(theme.selected()),
+            )
+        } else if app.replay_pending() {
+            (strings::READING_FOR_REPLAY.to_owned(), theme.dim())
+        } else if live.paused {
+            (
+                format!("❚❚ PAUSED · {} waiting ", thousands(live.pending.len())),
+                theme.heading().patch(theme.selected()),
+            )
+        } else if live.ready {
+            ("● LIVE ".to_owned(), theme.good().patch(theme.selected()))
+        } else {
+            (strings::reading(live.progress), theme.dim())
+        }
+    } else if !live.ready && live.progress.is_some() {
+        (strings::reading(live.progress), theme.dim())
+    } else {
+        return None;
+    };
+    Some(Part::text(0, format!("{text} "), style).badge())
+}
+
+/// Header: name, mode, alarm, then the counts, most important first to stay.
+pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let t = &app.health;
+    let mut parts = vec![Part::text(0, format!(" {} ", strings::APP), theme.heading()).badge()];
+    parts.extend(mode_badge(app, theme));
+    if t.alarm(app.max_mask_fraction, app.min_frozen) {
+        let style = theme.problem().patch(theme.selected());
+        let fraction = t.frozen_masked_fraction() * 100.0;
+        let limit = app.max_mask_fraction.unwrap_or(0.0) * 100.0;
+        parts.push(
+            Part::text(
+                0,
+                format!("ALARM masked {fraction:.0}% of frozen > {limit:.0}% "),
+                style,
+            )
+            .or_text(format!("ALARM {fraction:.0}% > {limit:.0}% "), style)
+            .badge(),
+        );
+    }
+    // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
+    parts.push(Part::text(
+        2,
+        count(t.rollouts, "rollout", "rollouts"),
+        Style::default(),
+    ));
+    let masked_share = percent(t.frozen_masked, t.frozen);
+    parts.push(
+        Part::text(
+            0,
+            format!(
+                "{} masked ({masked_share:.0}% of frozen)",
+                thousands(t.masked)
+            ),
+            theme.problem(),
+        )
+        .or_text(format!("{} masked", thousands(t.masked)), theme.problem()),
+    );
+    if t.at_risk > 0 {
+        parts.push(Part::text(
+            0,
+            format!("{} at risk", thousands(t.at_risk)),
+            theme.problem(),
+        ));
+    }
+    parts.push(
+        Part::text(
+            1,
+            format!(
+                "{} live ({} waiting)",
+                thousands(t.live),
+                thousands(t.waiting)
+            ),
+            Style::default(),
+        )
+        .or_text(format!("{} live", thousands(t.live)), Style::default()),
+    );
+    parts.push(
+        Part::text(
+            3,
+            format!(
+                "{} (+{} in flight)",
+                count(t.calls, "call", "calls"),
+                thousands(t.in_flight)
+            ),
+            Style::default(),
+        )
+        .or_text(count(t.calls, "call", "calls"), Style::default()),
+    );
+    parts.push(
+        Part::text(
+            4,
+            format!(
+                "{} captured, {} delivered",
+                count(t.tokens_captured, "token", "tokens"),
+                thousands(t.tokens_delivered)
+            ),
+            Style::default(),
+        )
+        .or_text(
+            count(t.tokens_captured, "token", "tokens"),
+            Style::default(),
+        ),
+    );
+    if !app.stores.is_empty() {
+        let stores: Vec<String> = app.stores.iter().map(|s| s.display().to_string()).collect();
+        parts.push(Part::text(
+            5,
+            sanitize(&stores.join(", ")).into_owned(),
+            theme.dim(),
+        ));
+    }
+    let line = fit(parts, separator(theme), usize::from(area.width));
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The masked (or at-risk) reasons, as many as `shown` and how many more.
+fn reasons_form(reasons: &[String], shown: usize, theme: Theme) -> Vec<Span<'static>> {
+    let mut text = reasons[..shown].join(", ");
+    if shown < reasons.len() {
+        if shown > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&format!("+{} more", reasons.len() - shown));
+    }
+    vec![
+        Span::styled("masked or at risk: ", theme.dim()),
+        Span::styled(text, theme.problem()),
+    ]
+}
+
+/// Health strip: why rollouts are masked (never cut mid-name), parents, supply, delivery.
+pub(crate) fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let h = &app.health;
+    let mut reasons: Vec<(&&str, &usize)> = h.masked_by_reason.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(code, n)| format!("{code} {}", thousands(**n)))
+        .collect();
+    let reasons_part = if reasons.is_empty() {
+        Part::spans(
+            0,
+            vec![
+                Span::styled("masked or at risk: ", theme.dim()),
+                Span::styled("none", theme.good()),
+            ],
+        )
+    } else {
+        // Fewer reasons, then only the count: shortened whole, never cut inside a name.
+        (0..reasons.len()).rev().fold(
+            Part::spans(0, reasons_form(&reasons, reasons.len(), theme)),
+            |part, shown| part.or(reasons_form(&reasons, shown, theme)),
+        )
+    };
+    let decisions: Vec<String> = h
+        .parent_decisions
+        .iter()
+        .map(|(d, n)| format!("{d} {}", thousands(*n)))
+        .collect();
+    let supplied = if h.prefix_requested == 0 {
+        "-".to_string()
+    } else {
+        format!(
+            "{:.0}%",
+            h.prefix_supplied as f64 * 100.0 / h.prefix_requested as f64
+        )
+    };
+    let b = h.delivered_buckets;
+    let label = |text: &'static str| Span::styled(text, theme.dim());
+    let parts = vec![
+        Part::text(0, " ", theme.dim()).badge(),
+        reasons_part,
+        Part::spans(
+            1,
+            vec![
+                label("calls/s "),
+                Span::styled(sparkline(&h.calls_per_second), theme.good()),
+            ],
+        ),
+        Part::spans(2, vec![label("parents: "), Span::raw(decisions.join(", "))]),
+        Part::spans(
+            3,
+            vec![
+                label("delivered <25/50/75/100/all "),
+                Span::raw(format!("{}/{}/{}/{}/{}", b[0], b[1], b[2], b[3], b[4])),
+            ],
+        ),
+        Part::spans(4, vec![label("prefix supplied "), Span::raw(supplied)]),
+    ];
+    let line = fit(parts, separator(theme), usize::from(area.width));
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// A prompt: its label, the text typed (the end of it kept when long) and how to leave.
+fn prompt(label: String, typed: &str, hint: &'static str, theme: Theme) -> Vec<Part> {
+    let typed = sanitize(typed).into_owned();
+    vec![
+        Part::text(0, label, theme.heading()).badge(),
+        Part::text(0, format!("{typed}▏"), Style::default()).badge(),
+        Part::text(1, format!(" {hint}"), theme.dim()),
+    ]
+}
+
+/// Status bar: the open prompt, else the notice, else the focused pane's key hints.
+pub(crate) fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
+    let parts = match &app.mode {
+        Mode::Filter => prompt(
+            "filter: /".into(),
+            &app.list.filter,
+            "Enter keep · Esc clear",
+            theme,
+        ),
+        Mode::Jump(text) => prompt(
+            strings::JUMP_PROMPT.into(),
+            text,
+            "Enter jump · Esc cancel",
+            theme,
+        ),
+        Mode::Export { what, path } => prompt(
+            strings::export_prompt(*what).into(),
+            path,
+            "Enter write · Esc cancel",
+            theme,
+        ),
+        Mode::ConfirmOverwrite { path, .. } => vec![
+            Part::text(
+                0,
+                format!(
+                    "{} exists — overwrite? ",
+                    sanitize(&path.display().to_string())
+                ),
+                theme.heading(),
+            )
+            .badge(),
+            Part::text(0, "y overwrite", theme.good()).badge(),
+            Part::text(1, " · any other key keeps it", theme.dim()),
+        ],
+        Mode::Normal => match &app.message {
+            Some(notice) => vec![Part::text(
+                0,
+                sanitize(&strings::notice(notice)).into_owned(),
+                theme.heading(),
+            )],
+            None => hints(app.focus)
+                .into_iter()
+                .map(|(rank, hint)| Part::text(rank, hint, theme.dim()))
+                .collect(),
+        },
+    };
+    let line = fit(parts, separator(theme), usize::from(area.width));
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// Key hints for the focused pane, from the binding list, ranked: help and quit always stay,
+/// then moving between panes, then the pane's own keys in the list's order.
+pub(crate) fn hints(focus: Pane) -> Vec<(u8, String)> {
+    let scope = match focus {
+        Pane::List => Scope::List,
+        Pane::Tree => Scope::Tree,
+        Pane::Tokens => Scope::Tokens,
+        _ => Scope::Global,
+    };
+    let hint = |b: &super::keys::Binding| format!("{} {}", b.keys[0], short_help(b.action, b.help));
+    let mut hints: Vec<(u8, String)> = BINDINGS
+        .iter()
+        .filter(|b| b.scope == scope && scope != Scope::Global)
+        .enumerate()
+        .map(|(i, b)| (4 + i.min(200) as u8, hint(b)))
+        .collect();
+    let enter = match focus {
+        Pane::List => Some("open"),
+        Pane::Tree => Some("divergence"),
+        Pane::Gaps | Pane::Graph => Some("go to the call"),
+        Pane::Tokens | Pane::Inspector => None,
+    };
+    hints.extend(enter.map(|what| (2, format!("Enter {what}"))));
+    const ALWAYS: [(Action, u8); 6] = [
+        (Action::NextPane, 1),
+        (Action::Zoom, 3),
+        (Action::Divergence, 3),
+        (Action::PinTerminal, 250),
+        (Action::Help, 0),
+        (Action::Quit, 0),
+    ];
+    // In the tree, Enter already is the divergence.
+    let always = ALWAYS
+        .iter()
+        .filter(|(action, _)| !(focus == Pane::Tree && *action == Action::Divergence));
+    hints.extend(always.filter_map(|(action, rank)| {
+        BINDINGS
+            .iter()
+            .find(|b| b.action == *action)
+            .map(|b| (*rank, hint(b)))
+    }));
+    if matches!(focus, Pane::Inspector | Pane::Gaps | Pane::Graph) {
+        hints.insert(0, (2, "i/p/o tabs".to_owned()));
+    }
+    hints
+}
+
+/// The few words a hint uses for an action whose help text is long.
+fn short_help(action: Action, help: &'static str) -> &'static str {
+    match action {
+        Action::Help => "help",
+        Action::Zoom => "zoom",
+        Action::Divergence => "divergence",
+        Action::PinTerminal => "pin as terminal",
+        _ => help,
+    }
+}
+
+/// A one-line sparkline of `values`.
+pub(crate) fn sparkline(values: &[u64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0);
+    values
+        .iter()
+        .map(|&v| {
+            if max == 0 || v == 0 {
+                ' '
+            } else {
+                BARS[((v * 7) / max) as usize]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sparkline_scales_to_the_peak() {
+        assert_eq!(super::sparkline(&[0, 1, 2, 4]), " ▂▄█");
+        assert_eq!(super::sparkline(&[0, 0]), "  ");
+    }
+}
