@@ -1,7 +1,7 @@
 //! The terminal side of the explorer: raw mode, the event loop, and the terminal restored on
 //! every way out — quit, a signal (INT, TERM, HUP, QUIT), a lost terminal, a panic.
 
-use std::io::{Stdout, stdout};
+use std::io::{Stdout, Write, stdout};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -223,6 +223,12 @@ fn event_loop(
                 };
                 if let Some(message) = message {
                     dirty |= app.update(message);
+                }
+                if let Some(text) = app.take_clipboard() {
+                    // OSC 52: the terminal (even over SSH) puts it on the clipboard.
+                    let mut out = stdout();
+                    let _ = out.write_all(crate::app::yank::osc52(&text).as_bytes());
+                    let _ = out.flush();
                 }
             }
         }

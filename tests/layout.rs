@@ -93,7 +93,7 @@ fn the_token_cursor_line_keeps_mask_and_probability_when_narrow() {
         key(&mut app, KeyCode::Enter);
         key(&mut app, KeyCode::Tab);
         // A generated token: the first low-probability one.
-        keys(&mut app, "n");
+        keys(&mut app, ">");
         let shown = screen(&app);
         let cursor = shown
             .lines()

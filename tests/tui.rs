@@ -263,7 +263,7 @@ fn token_cursor_moves_by_boundary_and_low_probability() {
     let view = app.view.as_ref().unwrap();
     let provenance = view.tokens.provenance.as_ref().unwrap();
     assert_eq!(view.tokens.cursor, provenance.segments[1].range.0);
-    keys(&mut app, "n");
+    keys(&mut app, ">");
     let cursor = app.view.as_ref().unwrap().tokens.cursor;
     let analysis = app.shown().unwrap();
     let lp = provenance_log_prob(&app, cursor);

@@ -34,8 +34,18 @@ pub enum Action {
     Enter,
     /// Collapse or expand the selected tree node.
     ToggleCollapse,
-    /// Type a filter for the rollout list.
+    /// Type a filter for the rollout list, or a search of the focused pane.
     Filter,
+    /// Copy the selection (ids, JSON) to the clipboard.
+    Yank,
+    /// Copy the selection as text (decoded tokens).
+    YankText,
+    /// Token pane: set or clear the mark that starts a range.
+    Mark,
+    /// The next match of the search.
+    SearchNext,
+    /// The previous match of the search.
+    SearchPrev,
     /// Show masked rollouts only.
     MaskedOnly,
     /// Cycle through the mask reasons present.
@@ -82,8 +92,8 @@ pub enum Action {
     Speed10,
     /// Replay: play at 100×.
     Speed100,
-    /// Replay: jump to a call number, a time offset or a call id.
-    Jump,
+    /// Open the `:` command line (go to a rollout, call, position, chain; replay jumps).
+    Command,
     /// Show (and focus) the inspector in the bottom-right place.
     ShowInspector,
     /// Show (and focus) the gaps in the bottom-right place.

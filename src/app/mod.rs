@@ -7,6 +7,7 @@
 //! which the drawing side computes; what it tells the user is a typed [`Notice`].
 
 pub mod action;
+pub mod command;
 pub mod details;
 pub mod export;
 pub mod follow;
@@ -19,7 +20,9 @@ mod prompt;
 pub mod replay;
 pub mod rollout;
 pub mod scroll;
+pub mod search;
 pub mod tree;
+pub mod yank;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -72,8 +75,10 @@ pub enum Mode {
     Normal,
     /// Typing the list filter.
     Filter,
-    /// Typing where to jump in the replay.
-    Jump(String),
+    /// Typing a `:` command line.
+    Command(String),
+    /// Typing a search of the focused pane.
+    Search(String),
     /// Typing an export file name.
     Export {
         /// Report or rebuilt response.
@@ -137,6 +142,8 @@ pub enum Message {
     Resize(Viewport),
     /// The drawing side measured the inspector's text (lines).
     InspectorMeasured(usize),
+    /// The drawing side found the inspector search's matches (first wrapped line of each).
+    InspectorMatches(Vec<usize>),
     /// The drawing side measured the help: its lines and the rows it shows.
     HelpMeasured {
         /// Lines of the help.
@@ -186,6 +193,10 @@ pub struct App {
     pub help: scroll::Scroll,
     /// The focused pane has the whole screen.
     pub zoom: bool,
+    /// Text yanked, for the terminal loop to put on the clipboard.
+    clipboard: Option<String>,
+    /// The `/` search in effect (`n` / `N`).
+    pub search: Option<search::Search>,
     /// One-line notice for the status bar.
     pub message: Option<Notice>,
     /// What the screen shows of each pane.
@@ -249,6 +260,8 @@ impl App {
             show_help: false,
             help: scroll::Scroll::default(),
             zoom: false,
+            search: None,
+            clipboard: None,
             message: None,
             viewport,
             low_logprob: 0.1f64.ln(),
@@ -319,6 +332,7 @@ impl App {
                 view.inspector.set_size(lines, self.viewport.detail_rows);
                 return view.inspector.top() != before.top();
             }
+            Message::InspectorMatches(lines) => return self.inspector_matches(lines),
             Message::HelpMeasured { lines, rows } => {
                 let before = self.help;
                 self.help.set_size(lines, rows);
@@ -377,9 +391,22 @@ impl App {
             Action::Enter => self.enter(),
             Action::ToggleCollapse => self.with_view(RolloutView::toggle_collapse),
             Action::Filter => {
-                self.focus = Pane::List;
-                self.mode = Mode::Filter;
+                self.mode = if self.focus == Pane::List {
+                    Mode::Filter
+                } else {
+                    Mode::Search(String::new())
+                };
             }
+            Action::Yank => self.yank(false),
+            Action::YankText => self.yank(true),
+            Action::Mark => self.with_view(|view, _| {
+                view.tokens.mark = match view.tokens.mark {
+                    Some(_) => None,
+                    None => Some(view.tokens.cursor),
+                };
+            }),
+            Action::SearchNext => self.search_step(true),
+            Action::SearchPrev => self.search_step(false),
             Action::MaskedOnly => {
                 self.list.masked_only = !self.list.masked_only;
                 self.refresh_list();
@@ -451,13 +478,7 @@ impl App {
             Action::Speed1 => self.replay_play(1.0),
             Action::Speed10 => self.replay_play(10.0),
             Action::Speed100 => self.replay_play(100.0),
-            Action::Jump => {
-                if self.replay.is_some() {
-                    self.mode = Mode::Jump(String::new());
-                } else {
-                    self.message = Some(Notice::ReplayOnly);
-                }
-            }
+            Action::Command => self.mode = Mode::Command(String::new()),
             Action::ExportReport | Action::ExportResponse => {
                 if let Some(analysis) = self.shown() {
                     let what = if action == Action::ExportReport {
@@ -533,9 +554,44 @@ impl App {
         }
     }
 
+    /// The divergence of the selected call; from the token pane, of the call whose tokens
+    /// are under the cursor; from the gaps, of the gap's call.
     fn show_divergence(&mut self) {
+        let call = match self.focus {
+            Pane::Tokens => self.call_at_cursor(),
+            Pane::Gaps => self.view.as_ref().and_then(|view| {
+                view.gaps
+                    .get(view.gap_list.selected())
+                    .and_then(|g| g.call.clone())
+            }),
+            _ => None,
+        };
+        if let Some(call) = call {
+            self.select_call(&call);
+        }
         self.notice_from_view(RolloutView::show_divergence);
         self.detail = Pane::Inspector;
+    }
+
+    /// The call whose tokens are under the token cursor (the chain's first call for the root
+    /// prompt).
+    fn call_at_cursor(&self) -> Option<String> {
+        let view = self.view.as_ref()?;
+        let analysis = self.shown()?;
+        let build = analysis.build.as_ref()?;
+        let provenance = view.tokens.provenance.as_ref()?;
+        let node = match provenance.segment_at(view.tokens.cursor)?.origin {
+            crate::rebuild::Origin::RootPrompt => {
+                build.chains.get(view.tokens.chain?)?.links.first()?.node
+            }
+            crate::rebuild::Origin::Interstitial { node }
+            | crate::rebuild::Origin::Generation { node } => node,
+        };
+        Some(
+            analysis.capture.records[build.record_of(node)]
+                .model_call_id
+                .clone(),
+        )
     }
 
     fn what_if(&mut self, options: VerdictOptions) {

@@ -43,6 +43,29 @@ pub enum Notice {
     },
     /// A call id that is not in the open rollout's tree.
     NoSuchCall(String),
+    /// No rollout of that id (or more than one containing it).
+    NoSuchRollout(String),
+    /// The open rollout has fewer chains.
+    NoSuchChain(usize),
+    /// A command line that was not understood, and why.
+    BadCommand(String),
+    /// Copied to the clipboard: what, and how many characters.
+    Yanked {
+        /// What was copied.
+        what: &'static str,
+        /// Its length in characters.
+        chars: usize,
+    },
+    /// Nothing selected to copy.
+    NothingToYank,
+    /// Too large for the terminal's clipboard (bytes).
+    YankTooLarge(usize),
+    /// `n` / `N` without a search.
+    NoSearch,
+    /// The search found nothing.
+    NotFound(String),
+    /// The search went past the end (`true`: forward) to find the match.
+    SearchWrapped(bool),
     /// An export was written.
     Exported(PathBuf),
     /// An export failed.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{App, ExportError, ExportKind, JumpTarget, Mode, Notice, TextKey, action};
+use super::{App, ExportError, ExportKind, Mode, Notice, TextKey, action};
 
 impl App {
     pub(super) fn on_text(&mut self, key: TextKey) {
@@ -21,14 +21,22 @@ impl App {
                 }
                 self.refresh_list();
             }
-            Mode::Jump(text) => {
+            Mode::Command(text) => {
                 action::edit(text, key);
                 if submit {
-                    let target = JumpTarget::parse(text);
+                    let line = std::mem::take(text);
                     self.mode = Mode::Normal;
-                    if let Some(target) = target {
-                        self.jump(&target);
-                    }
+                    self.run_command(&line);
+                } else if cancel {
+                    self.mode = Mode::Normal;
+                }
+            }
+            Mode::Search(text) => {
+                action::edit(text, key);
+                if submit {
+                    let query = std::mem::take(text);
+                    self.mode = Mode::Normal;
+                    self.start_search(query);
                 } else if cancel {
                     self.mode = Mode::Normal;
                 }

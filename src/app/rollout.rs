@@ -39,6 +39,8 @@ pub struct TokenView {
     pub cursor: usize,
     /// Rows of tokens: the cursor's row is the selection.
     pub rows: ScrollList,
+    /// Where a marked range starts (`v`); the range runs to the cursor.
+    pub mark: Option<usize>,
     per_row: usize,
 }
 
@@ -73,7 +75,14 @@ impl TokenView {
             .zip(chain)
             .map(|(build, chain)| provenance(build, &build.chains[chain]));
         self.rows.set_len(self.len().div_ceil(self.per_row));
+        self.mark = None;
         self.set_cursor(0);
+    }
+
+    /// The marked range (mark to cursor, both included), if a mark is set.
+    pub fn marked(&self) -> Option<std::ops::RangeInclusive<usize>> {
+        let mark = self.mark?.min(self.len().saturating_sub(1));
+        Some(mark.min(self.cursor)..=mark.max(self.cursor))
     }
 
     /// Put the cursor at `position` (clamped).
@@ -378,6 +387,17 @@ impl RolloutView {
             .chain
             .map_or(0, |c| (c + 1) % build.chains.len());
         self.tokens.show(Some(build), Some(next));
+    }
+
+    /// Show chain `index` (from 0) in the token pane; whether there is one.
+    pub(crate) fn show_chain(&mut self, base: &Analysis, index: usize) -> bool {
+        match &shown(&self.what_if, base).build {
+            Some(build) if index < build.chains.len() => {
+                self.tokens.show(Some(build), Some(index));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Where the selected call's prompt leaves its recorded parent's tokens.

@@ -252,7 +252,7 @@ fn replay_steps_and_returns_to_the_present() {
     act(&mut app, Action::StepForward);
     let records: usize = app.rollouts.iter().map(|a| a.records).sum();
     assert_eq!(records, 2);
-    act(&mut app, Action::Jump);
+    act(&mut app, Action::Command);
     type_text(&mut app, "no-such-call");
     app.update(Message::Text(TextKey::Submit));
     assert_eq!(app.message, Some(Notice::NoSuchCall("no-such-call".into())));
@@ -393,7 +393,7 @@ fn a_jump_while_playing_goes_back_and_the_clock_moves_between_calls() {
     act(&mut app, Action::Speed10);
     assert!(app.replay.as_ref().is_some_and(|r| r.playing.is_some()));
     // Jump back to call 2 while playing: it stays there (play goes on from it).
-    act(&mut app, Action::Jump);
+    act(&mut app, Action::Command);
     type_text(&mut app, "2");
     app.update(Message::Text(TextKey::Submit));
     let position = |app: &App| app.replay.as_ref().map_or(0, |r| r.replay.position());

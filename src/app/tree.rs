@@ -26,6 +26,20 @@ pub enum TreeRow {
 }
 
 /// Flatten the forest into rows (iteratively: chains can be 10,000 calls deep).
+impl TreeRow {
+    /// The call id of the record the row shows.
+    pub fn call_id<'a>(&self, analysis: &'a crate::verdict::Analysis) -> &'a str {
+        let records = &analysis.capture.records;
+        match self {
+            TreeRow::Node { node, .. } => match &analysis.build {
+                Some(build) => &records[build.record_of(*node)].model_call_id,
+                None => "",
+            },
+            TreeRow::SetAside { record } => &records[*record].model_call_id,
+        }
+    }
+}
+
 pub(crate) fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<TreeRow> {
     let mut rows = Vec::with_capacity(build.nodes.len());
     let roots: Vec<usize> = (0..build.nodes.len())

@@ -272,10 +272,16 @@ pub(crate) fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             "Enter keep · Esc clear",
             theme,
         ),
-        Mode::Jump(text) => prompt(
-            strings::JUMP_PROMPT.into(),
+        Mode::Command(text) => prompt(
+            strings::COMMAND_PROMPT.into(),
             text,
-            "Enter jump · Esc cancel",
+            "Enter run · Esc cancel · :rollout ID :call ID :pos N :chain N",
+            theme,
+        ),
+        Mode::Search(text) => prompt(
+            format!("search {}: /", strings::pane_name(app.focus)),
+            text,
+            "Enter search · Esc cancel · then n / N",
             theme,
         ),
         Mode::Export { what, path } => prompt(

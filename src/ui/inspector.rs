@@ -12,10 +12,36 @@ use crate::rebuild::divergence::{Divergence, Reference};
 use crate::text::sanitize;
 use crate::verdict::Analysis;
 
-/// Draw the inspector; returns its text's length in lines as wrapped (for scrolling).
-pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> usize {
+/// Draw the inspector; returns its text's length in lines as wrapped (for scrolling) and,
+/// when a search targets it, the first wrapped line of every line holding the query.
+pub(crate) fn draw(
+    frame: &mut Frame,
+    app: &App,
+    theme: Theme,
+    area: Rect,
+) -> (usize, Option<Vec<usize>>) {
     let block = detail_block(strings::TITLE_INSPECTOR.into(), app, theme);
-    let paragraph = Paragraph::new(lines(app, theme)).wrap(Wrap { trim: false });
+    let content = lines(app, theme);
+    let matches = app
+        .search
+        .as_ref()
+        .filter(|s| s.pane == crate::app::Pane::Inspector)
+        .map(|search| {
+            let width = area.width.saturating_sub(2);
+            let mut at = 0;
+            let mut found = Vec::new();
+            for line in &content {
+                let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                if crate::app::search::matches(&text, &search.query) {
+                    found.push(at);
+                }
+                at += Paragraph::new(line.clone())
+                    .wrap(Wrap { trim: false })
+                    .line_count(width);
+            }
+            found
+        });
+    let paragraph = Paragraph::new(content).wrap(Wrap { trim: false });
     let length = paragraph.line_count(area.width.saturating_sub(2));
     // The app clamps its scroll to the length measured here; until that arrives, clamp too.
     let height = super::layout::inner_rows(area);
@@ -28,7 +54,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) -> us
         .block(block)
         .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0));
     frame.render_widget(paragraph, area);
-    length
+    (length, matches)
 }
 
 fn field(name: &str, value: impl std::fmt::Display, theme: Theme) -> Line<'static> {

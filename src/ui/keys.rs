@@ -54,18 +54,23 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["G", "End"], action: Action::Bottom, scope: Scope::Global, help: "last" },
     Binding { keys: &["Enter"], action: Action::Enter, scope: Scope::Global, help: "list: open · tree: divergence · gaps, graph: go to the call" },
     Binding { keys: &["z"], action: Action::ToggleCollapse, scope: Scope::Tree, help: "collapse / expand subtree" },
-    Binding { keys: &["/"], action: Action::Filter, scope: Scope::List, help: "filter rollouts by text" },
+    Binding { keys: &["/"], action: Action::Filter, scope: Scope::Global, help: "search the focused pane (the list: filter it)" },
+    Binding { keys: &["y"], action: Action::Yank, scope: Scope::Global, help: "yank (OSC 52): rollout id, full call id, token ids, record JSON" },
+    Binding { keys: &["Y"], action: Action::YankText, scope: Scope::Global, help: "yank as text: decoded tokens, gap, observation JSON" },
+    Binding { keys: &["n"], action: Action::SearchNext, scope: Scope::Global, help: "next match" },
+    Binding { keys: &["N"], action: Action::SearchPrev, scope: Scope::Global, help: "previous match" },
     Binding { keys: &["m"], action: Action::MaskedOnly, scope: Scope::List, help: "masked only" },
     Binding { keys: &["r"], action: Action::CycleReason, scope: Scope::List, help: "cycle mask reason filter" },
     Binding { keys: &["s"], action: Action::SortNext, scope: Scope::List, help: "sort by next column" },
     Binding { keys: &["S"], action: Action::SortReverse, scope: Scope::List, help: "reverse sort" },
     Binding { keys: &["]"], action: Action::NextBoundary, scope: Scope::Tokens, help: "next call boundary" },
     Binding { keys: &["["], action: Action::PrevBoundary, scope: Scope::Tokens, help: "previous call boundary" },
-    Binding { keys: &["n"], action: Action::NextLowProb, scope: Scope::Tokens, help: "next low-probability token" },
-    Binding { keys: &["N"], action: Action::PrevLowProb, scope: Scope::Tokens, help: "previous low-probability token" },
+    Binding { keys: &[">"], action: Action::NextLowProb, scope: Scope::Tokens, help: "next low-probability token" },
+    Binding { keys: &["<"], action: Action::PrevLowProb, scope: Scope::Tokens, help: "previous low-probability token" },
+    Binding { keys: &["v"], action: Action::Mark, scope: Scope::Tokens, help: "mark: start a token range to yank (again: clear)" },
     Binding { keys: &["c"], action: Action::CycleChain, scope: Scope::Tokens, help: "show next chain" },
     Binding { keys: &["T"], action: Action::ToggleText, scope: Scope::Tokens, help: "token ids / decoded text" },
-    Binding { keys: &["d"], action: Action::Divergence, scope: Scope::Global, help: "divergence of the selected call" },
+    Binding { keys: &["d"], action: Action::Divergence, scope: Scope::Global, help: "divergence of the selected call (tokens: the call under the cursor; gaps: the gap's)" },
     Binding { keys: &["t"], action: Action::PinTerminal, scope: Scope::Global, help: "what-if: pin selected call as terminal" },
     Binding { keys: &["a"], action: Action::ToggleAttributed, scope: Scope::Global, help: "what-if: toggle mask_incomplete_when_attributed" },
     Binding { keys: &["x"], action: Action::ClearWhatIf, scope: Scope::Global, help: "clear what-if" },
@@ -78,7 +83,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["1"], action: Action::Speed1, scope: Scope::Live, help: "replay: play at 1×" },
     Binding { keys: &["2"], action: Action::Speed10, scope: Scope::Live, help: "replay: play at 10×" },
     Binding { keys: &["3"], action: Action::Speed100, scope: Scope::Live, help: "replay: play at 100×" },
-    Binding { keys: &[":"], action: Action::Jump, scope: Scope::Live, help: "replay: jump to call N, +seconds or a call id" },
+    Binding { keys: &[":"], action: Action::Command, scope: Scope::Global, help: "command: :rollout ID :call ID :pos N :chain N (replay: :N :+s)" },
 ];
 
 /// The action bound to a key event, if any.
@@ -175,10 +180,9 @@ mod tests {
             | CycleReason | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb
             | PrevLowProb | CycleChain | ToggleText | Divergence | PinTerminal
             | ToggleAttributed | ClearWhatIf | ExportReport | ExportResponse | Pause
-            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Jump
-            | ShowInspector | ShowGaps | ShowGraph | Zoom => {
-                BINDINGS.iter().any(|b| b.action == action)
-            }
+            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Command
+            | ShowInspector | ShowGaps | ShowGraph | Zoom | SearchNext | SearchPrev | Yank
+            | YankText | Mark => BINDINGS.iter().any(|b| b.action == action),
         };
         for action in [
             Dismiss,
@@ -220,11 +224,16 @@ mod tests {
             Speed1,
             Speed10,
             Speed100,
-            Jump,
+            Command,
             ShowInspector,
             ShowGaps,
             ShowGraph,
             Zoom,
+            SearchNext,
+            SearchPrev,
+            Yank,
+            YankText,
+            Mark,
         ] {
             assert!(check(action), "{action:?} has no key");
         }

@@ -24,10 +24,12 @@ use crate::text::sanitize;
 pub use theme::Theme;
 
 /// What drawing measured that the app needs to scroll right.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Drawn {
     /// Lines of the inspector's text as wrapped, when it was drawn.
     pub inspector_lines: Option<usize>,
+    /// Where the inspector search's matches are, when one targets it.
+    pub inspector_matches: Option<Vec<usize>>,
     /// Lines of the help and the rows it shows, when it was drawn.
     pub help: Option<(usize, usize)>,
     /// The panes' sizes, when they differ from what the app knows (after a zoom).
@@ -40,10 +42,15 @@ impl Drawn {
         use crate::app::Message;
         let viewport = self.viewport.map(Message::Resize);
         let inspector = self.inspector_lines.map(Message::InspectorMeasured);
+        let matches = self.inspector_matches.map(Message::InspectorMatches);
         let help = self
             .help
             .map(|(lines, rows)| Message::HelpMeasured { lines, rows });
-        viewport.into_iter().chain(inspector).chain(help)
+        viewport
+            .into_iter()
+            .chain(inspector)
+            .chain(matches)
+            .chain(help)
     }
 }
 
@@ -73,7 +80,11 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
         match app.detail {
             Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
             Pane::Graph => graph::draw(frame, app, theme, areas.detail),
-            _ => drawn.inspector_lines = Some(inspector::draw(frame, app, theme, areas.detail)),
+            _ => {
+                let (lines, matches) = inspector::draw(frame, app, theme, areas.detail);
+                drawn.inspector_lines = Some(lines);
+                drawn.inspector_matches = matches;
+            }
         }
     }
     bars::draw_status(frame, app, theme, areas.status);

@@ -50,8 +50,11 @@ pub(crate) const REPLAY_ON: &str =
     "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
 /// Replay ended.
 pub(crate) const REPLAY_OFF: &str = "replay off: showing the store as it is now";
-/// Jump prompt.
-pub(crate) const JUMP_PROMPT: &str = "jump to (call number, +seconds, or call id): ";
+/// Command prompt.
+pub(crate) const COMMAND_PROMPT: &str = ":";
+/// The commands, for a command line that was not understood.
+pub(crate) const COMMANDS: &str =
+    ":rollout ID · :call ID · :pos N · :chain N · replay: :N, :+seconds, :CALL-ID";
 /// No tokenizer loaded.
 pub(crate) const NO_TOKENIZER: &str =
     "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";
@@ -124,6 +127,24 @@ pub(crate) fn notice(notice: &Notice) -> String {
             format!("tokens: showing {chain} ({number} of {of}; c for the next)")
         }
         Notice::NoSuchCall(call) => format!("{call} is not in this rollout's tree"),
+        Notice::NoSuchRollout(id) => format!("no rollout {id} (nor a single one containing it)"),
+        Notice::NoSuchChain(n) => format!("this rollout has no chain {n}"),
+        Notice::BadCommand(why) => format!("{why} — {COMMANDS}"),
+        Notice::Yanked { what, chars } => format!(
+            "yanked {what} ({}) to the clipboard (OSC 52)",
+            crate::text::count(*chars, "character", "characters")
+        ),
+        Notice::NothingToYank => {
+            "nothing to yank here (Y yanks decoded text with --tokenizer)".into()
+        }
+        Notice::YankTooLarge(bytes) => format!(
+            "not yanked: {} is more than a terminal clipboard takes (1 MiB); mark a shorter range with v",
+            crate::text::count(*bytes, "byte", "bytes")
+        ),
+        Notice::NoSearch => "no search: / in a pane to search it (in the list, / filters)".into(),
+        Notice::NotFound(query) => format!("{query:?} not found in this pane"),
+        Notice::SearchWrapped(true) => "search went past the end: from the top".into(),
+        Notice::SearchWrapped(false) => "search went past the start: from the bottom".into(),
         Notice::Exported(path) => format!("wrote {}", path.display()),
         Notice::ExportFailed(error) => format!("export failed: {error}"),
         Notice::NotOverwritten(path) => format!("{} left as it was", path.display()),
@@ -156,5 +177,18 @@ pub(crate) fn what_if_change(change: &WhatIfChange) -> String {
         }
         WhatIfChange::ReasonGone(code) => format!("reason gone: {code}"),
         WhatIfChange::NewReason(code) => format!("new reason: {code}"),
+    }
+}
+
+/// A pane's name, as its title reads.
+pub(crate) fn pane_name(pane: crate::app::Pane) -> &'static str {
+    use crate::app::Pane;
+    match pane {
+        Pane::List => "rollouts",
+        Pane::Tree => TITLE_TREE,
+        Pane::Tokens => TITLE_TOKENS,
+        Pane::Inspector => TITLE_INSPECTOR,
+        Pane::Gaps => TITLE_GAPS,
+        Pane::Graph => TAB_GRAPH,
     }
 }

@@ -166,6 +166,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                     }
                 }
             };
+            if view
+                .tokens
+                .marked()
+                .is_some_and(|range| range.contains(&position))
+            {
+                style = style.add_modifier(ratatui::style::Modifier::UNDERLINED);
+            }
             if position == cursor {
                 style = style.patch(theme.cursor());
             }

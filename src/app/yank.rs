@@ -1,0 +1,165 @@
+//! Yank: copy what is selected to the clipboard through the terminal (OSC 52, so it works
+//! over SSH without a clipboard daemon). The app only decides the text; the terminal loop
+//! sends it ([`App::take_clipboard`], [`osc52`]).
+
+use super::{App, Notice, Pane};
+
+/// Larger payloads are refused: terminals drop or truncate them.
+pub const YANK_LIMIT: usize = 1 << 20;
+
+/// The escape sequence that puts `text` on the system clipboard.
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+impl App {
+    /// The text yanked and not sent yet (the terminal loop sends it).
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
+    /// Copy what the focused pane has selected: the rollout id, the full call id, the
+    /// marked tokens (or the call's tokens under the cursor) as ids or, with `as_text`,
+    /// decoded; the selected record as JSON in the inspector; the observation record in
+    /// the graph.
+    pub(super) fn yank(&mut self, as_text: bool) {
+        let payload = match self.focus {
+            Pane::List => self
+                .list
+                .selected_rollout()
+                .map(|i| ("rollout id", self.rollouts[i].rollout_id().to_owned())),
+            Pane::Tree => self.selected_call_id().map(|id| ("call id", id)),
+            Pane::Tokens => self.yank_tokens(as_text),
+            Pane::Inspector => self
+                .selected_record_json()
+                .map(|json| ("record JSON", json)),
+            Pane::Gaps => self.view.as_ref().and_then(|view| {
+                let gap = view.gaps.get(view.gap_list.selected())?;
+                Some(match &gap.call {
+                    Some(call) if !as_text => ("call id", call.clone()),
+                    _ => ("gap", format!("{:?}", gap.fact)),
+                })
+            }),
+            Pane::Graph => self.view.as_ref().and_then(|view| {
+                let line = view.graph.get(view.graph_list.selected())?;
+                match (&line.call, &line.raw) {
+                    (Some(call), _) if !as_text => Some(("call id", call.clone())),
+                    (_, Some(raw)) => Some(("observation JSON", raw.to_string())),
+                    (Some(call), None) => Some(("call id", call.clone())),
+                    (None, None) => None,
+                }
+            }),
+        };
+        self.message = Some(match payload {
+            None => Notice::NothingToYank,
+            Some((_, text)) if text.len() > YANK_LIMIT => Notice::YankTooLarge(text.len()),
+            Some((what, text)) => {
+                let notice = Notice::Yanked {
+                    what,
+                    chars: text.chars().count(),
+                };
+                self.clipboard = Some(text);
+                notice
+            }
+        });
+    }
+
+    /// The full id of the call selected in the tree.
+    fn selected_call_id(&self) -> Option<String> {
+        let record = self.selected_record()?;
+        Some(self.shown()?.capture.records[record].model_call_id.clone())
+    }
+
+    fn yank_tokens(&self, as_text: bool) -> Option<(&'static str, String)> {
+        let view = self.view.as_ref()?;
+        let provenance = view.tokens.provenance.as_ref()?;
+        let range = view.tokens.marked().or_else(|| {
+            let segment = provenance.segment_at(view.tokens.cursor)?;
+            Some(segment.range.0..=segment.range.1.saturating_sub(1))
+        })?;
+        let ids = provenance
+            .tokens
+            .values_range(*range.start(), range.end() + 1);
+        match (&self.detok, as_text) {
+            (Some(detok), true) => Some(("tokens as text", detok.decode(&ids))),
+            (None, true) => None,
+            (_, false) => Some((
+                "token ids",
+                ids.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )),
+        }
+    }
+
+    /// The selected record as JSON, as the reader understood it.
+    fn selected_record_json(&self) -> Option<String> {
+        let r = &self.shown()?.capture.records[self.selected_record()?];
+        let value = serde_json::json!({
+            "schema_version": r.schema_version,
+            "rollout_id": r.rollout_id,
+            "model_call_id": r.model_call_id,
+            "model": r.model,
+            "created_at": r.created_at,
+            "parent_resolution": r.parent_resolution.map(|p| p.as_str()),
+            "parent_call_id": r.parent_call_id,
+            "parent_resolution_reason": r.parent_resolution_reason,
+            "prompt_is_delta": r.prompt_is_delta,
+            "prompt_token_ids": &r.prompt_token_ids[..],
+            "generation_token_ids": &r.generation_token_ids[..],
+            "generation_log_probs": &r.generation_log_probs[..],
+            "cum_len": r.cum_len,
+            "digest": r.digest,
+            "prefix_requested": r.prefix_requested,
+            "prefix_supplied": r.prefix_supplied,
+            "continuation_fingerprint": r.continuation_fingerprint,
+            "continuation_context_len": r.continuation_context_len,
+            "continuation_context_digest": r.continuation_context_digest,
+            "fingerprint_version": r.fingerprint_version,
+        });
+        Some(value.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_vectors() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
+}
