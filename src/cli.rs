@@ -8,37 +8,22 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Parser, Debug)]
 #[command(name = "tokscope", version, about)]
 pub struct Cli {
-    /// What to do (default: show the build table of the given stores, or of the demo store).
+    /// What to do (default: open the explorer on the given stores, or on the demo store).
     #[command(subcommand)]
     pub command: Option<Command>,
     /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
-    /// How the explorer follows the stores.
+    /// How the explorer shows and follows the stores.
     #[command(flatten)]
     pub explore: ExploreArgs,
+    /// What every command reads besides the stores.
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
-/// Options of the explorer.
+/// Options of every command: what is read besides the stores, and how much of it.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct ExploreArgs {
-    /// A local Hugging Face `tokenizer.json` to show decoded text beside token ids
-    /// (default for the demo store: the bundled one).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub tokenizer: Option<PathBuf>,
-    /// Poll every MS milliseconds (50 or more) instead of waiting for change events
-    /// (network mounts).
-    #[arg(long, value_name = "MS", global = true, value_parser = poll_ms)]
-    pub poll: Option<u64>,
-    /// Raise an alarm when more than this fraction (0 to 1) of frozen rollouts is masked.
-    #[arg(long, value_name = "F", global = true, value_parser = fraction)]
-    pub max_mask_fraction: Option<f64>,
-    /// Judge that fraction only once this many rollouts are frozen.
-    #[arg(long, value_name = "N", global = true,
-          default_value_t = tokscope::app::follow::DEFAULT_MIN_FROZEN)]
-    pub min_frozen: usize,
-    /// Read the stores once; do not follow changes.
-    #[arg(long, global = true)]
-    pub no_watch: bool,
+pub struct InputArgs {
     /// Rollout rows (a JSONL file or a directory of them) with the harness's observations
     /// (`ng_trajectory`, `ng_agent_observations`, `ng_verifier_invocations`); repeatable.
     /// Rows files inside the store directories are found without it.
@@ -51,18 +36,77 @@ pub struct ExploreArgs {
     pub max_line_mib: Option<u64>,
 }
 
+/// Options of the explorer.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ExploreArgs {
+    /// A local Hugging Face `tokenizer.json` to show decoded text beside token ids
+    /// (default for the demo store: the bundled one).
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// How changes are noticed.
+    #[command(flatten)]
+    pub poll: PollArgs,
+    /// When the header raises the alarm.
+    #[command(flatten)]
+    pub alarm: AlarmArgs,
+    /// Read the stores once; do not follow changes.
+    #[arg(long)]
+    pub no_watch: bool,
+}
+
+/// How a watcher notices changes.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PollArgs {
+    /// Poll every MS milliseconds (50 or more) instead of waiting for change events
+    /// (network mounts).
+    #[arg(long, value_name = "MS", value_parser = poll_ms)]
+    pub poll: Option<u64>,
+}
+
+/// The alarm on masked frozen rollouts.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AlarmArgs {
+    /// Raise an alarm when more than this fraction (0 to 1) of frozen rollouts is masked.
+    #[arg(long, value_name = "F", value_parser = fraction)]
+    pub max_mask_fraction: Option<f64>,
+    /// Judge that fraction only once this many rollouts are frozen [default: 10].
+    #[arg(long, value_name = "N")]
+    pub min_frozen: Option<usize>,
+}
+
+impl AlarmArgs {
+    /// `--min-frozen`, or its default.
+    pub fn min_frozen(&self) -> usize {
+        self.min_frozen
+            .unwrap_or(tokscope::app::follow::DEFAULT_MIN_FROZEN)
+    }
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Rebuild every rollout and report its verdict.
     Build(BuildArgs),
-    /// Like `build --format table`, exiting with status 1 when a frozen rollout is masked.
+    /// Like `build --format table`, exiting with status 1 when a frozen rollout is masked;
+    /// with `--follow`, keep watching (the kill switch for a training run).
     Check(CheckArgs),
     /// Open the explorer replaying a recorded store call by call, from the first call.
     Replay(ReplayArgs),
     /// Write the bundled demo store progressively into a fresh temporary directory, following
     /// the writer's protocol, and watch it live.
     Demo(DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout: `tokscope man > tokscope.1`.
+    Man,
+}
+
+/// Arguments of `tokscope completions`.
+#[derive(clap::Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Arguments of `tokscope replay`.
@@ -70,6 +114,13 @@ pub enum Command {
 pub struct ReplayArgs {
     /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
+    /// A local Hugging Face `tokenizer.json` to show decoded text beside token ids
+    /// (default for the demo store: the bundled one).
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// When the header raises the alarm.
+    #[command(flatten)]
+    pub alarm: AlarmArgs,
 }
 
 /// Arguments of `tokscope demo`.
@@ -78,6 +129,9 @@ pub struct DemoArgs {
     /// Seconds per model call (intent to record).
     #[arg(long, value_name = "SECONDS", default_value_t = 1.2, value_parser = pace)]
     pub pace: f64,
+    /// When the header raises the alarm.
+    #[command(flatten)]
+    pub alarm: AlarmArgs,
 }
 
 /// Arguments of `tokscope build`.
@@ -111,8 +165,7 @@ pub struct BuildArgs {
 /// Arguments of `tokscope check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// Token-store directories.
-    #[arg(required = true)]
+    /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
     /// Keep watching: print a line per verdict change, and exit 1 as soon as more than
     /// `--max-mask-fraction` of the frozen rollouts is masked (0 when every rollout is
@@ -122,6 +175,12 @@ pub struct CheckArgs {
     /// With `--follow`: `text` lines, or `jsonl` (one JSON event a line, for log pipelines).
     #[arg(long, value_enum, default_value_t = FollowFormat::Text, requires = "follow")]
     pub format: FollowFormat,
+    /// With `--follow`: how changes are noticed.
+    #[command(flatten)]
+    pub poll: PollArgs,
+    /// With `--follow`: when to exit 1.
+    #[command(flatten)]
+    pub alarm: AlarmArgs,
 }
 
 /// Output formats of `check --follow`.

@@ -10,7 +10,7 @@ use tokscope::observe::Rows;
 use tokscope::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
 
 mod cli;
-use cli::{Cli, Command, ExploreArgs, Format};
+use cli::{Cli, Command, Format};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
 
 fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     validate(&mut cli)?;
-    if let Some(mib) = cli.explore.max_line_mib {
+    if let Some(mib) = cli.input.max_line_mib {
         tokscope::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
     match cli.command {
@@ -41,14 +41,15 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 ..VerdictOptions::default()
             };
             let stores = stores_or_demo(args.stores);
-            let rows = read_rows(&stores, &cli.explore.rows);
+            let rows = read_rows(&stores, &cli.input.rows);
             build(&stores, &args.rollouts, &options, args.format, &rows).map(|_| ExitCode::SUCCESS)
         }
-        Some(Command::Check(args)) if args.follow => follow(&args, &cli.explore),
+        Some(Command::Check(args)) if args.follow => follow(&args, &cli.input.rows),
         Some(Command::Check(args)) => {
-            let rows = read_rows(&args.stores, &cli.explore.rows);
+            let stores = stores_or_demo(args.stores);
+            let rows = read_rows(&stores, &cli.input.rows);
             build(
-                &args.stores,
+                &stores,
                 &[],
                 &VerdictOptions::default(),
                 Format::Table,
@@ -67,13 +68,50 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Some(Command::Replay(args)) => {
-            let (stores, explore_args) = with_demo_tokenizer(args.stores, cli.explore);
-            explore(stores, explore_args, Start::Replay).map(ExitCode::from)
+            let options = Explore {
+                tokenizer: args.tokenizer,
+                poll: None,
+                max_mask_fraction: args.alarm.max_mask_fraction,
+                min_frozen: args.alarm.min_frozen(),
+                no_watch: true,
+                rows: cli.input.rows,
+            };
+            let (stores, options) = with_demo_tokenizer(args.stores, options);
+            explore(stores, options, Start::Replay).map(ExitCode::from)
         }
-        Some(Command::Demo(args)) => demo(args.pace, cli.explore).map(ExitCode::from),
+        Some(Command::Demo(args)) => {
+            let options = Explore {
+                tokenizer: None,
+                poll: None,
+                max_mask_fraction: args.alarm.max_mask_fraction,
+                min_frozen: args.alarm.min_frozen(),
+                no_watch: false,
+                rows: cli.input.rows,
+            };
+            demo(args.pace, options).map(ExitCode::from)
+        }
+        Some(Command::Completions(args)) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut command, "tokscope", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            let command = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
         None => {
-            let (stores, explore_args) = with_demo_tokenizer(cli.stores, cli.explore);
-            explore(stores, explore_args, Start::Explore).map(ExitCode::from)
+            let args = cli.explore;
+            let options = Explore {
+                tokenizer: args.tokenizer,
+                poll: args.poll.poll,
+                max_mask_fraction: args.alarm.max_mask_fraction,
+                min_frozen: args.alarm.min_frozen(),
+                no_watch: args.no_watch,
+                rows: cli.input.rows,
+            };
+            let (stores, options) = with_demo_tokenizer(cli.stores, options);
+            explore(stores, options, Start::Explore).map(ExitCode::from)
         }
     }
 }
@@ -81,7 +119,24 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
 /// Refuse what cannot work before doing anything: rows paths that do not exist, and the same
 /// store given twice (also through a symlink) collapses to one.
 fn validate(cli: &mut Cli) -> anyhow::Result<()> {
-    for path in &cli.explore.rows {
+    if let Some(Command::Check(args)) = &cli.command
+        && !args.follow
+    {
+        let given = [
+            ("--poll", args.poll.poll.is_some()),
+            (
+                "--max-mask-fraction",
+                args.alarm.max_mask_fraction.is_some(),
+            ),
+            ("--min-frozen", args.alarm.min_frozen.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            anyhow::bail!(
+                "check: {flag} applies to check --follow (without it, check exits 1 on any masked frozen rollout)"
+            );
+        }
+    }
+    for path in &cli.input.rows {
         if std::fs::metadata(path).is_err() {
             anyhow::bail!("--rollouts {}: no such file or directory", path.display());
         }
@@ -90,12 +145,28 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
         Some(Command::Build(args)) => &mut args.stores,
         Some(Command::Check(args)) => &mut args.stores,
         Some(Command::Replay(args)) => &mut args.stores,
-        Some(Command::Demo(_)) => return Ok(()),
+        Some(Command::Demo(_) | Command::Completions(_) | Command::Man) => return Ok(()),
         None => &mut cli.stores,
     };
     let mut seen = std::collections::HashSet::new();
     stores.retain(|store| seen.insert(store.canonicalize().unwrap_or_else(|_| store.clone())));
     Ok(())
+}
+
+/// The explorer's options, as the command line resolved them.
+struct Explore {
+    /// Decode token ids with this `tokenizer.json`.
+    tokenizer: Option<PathBuf>,
+    /// Poll every MS milliseconds instead of waiting for change events.
+    poll: Option<u64>,
+    /// The alarm's limit on masked frozen rollouts.
+    max_mask_fraction: Option<f64>,
+    /// The alarm judges once this many rollouts are frozen.
+    min_frozen: usize,
+    /// Read once; do not follow.
+    no_watch: bool,
+    /// Rollout rows files and directories.
+    rows: Vec<PathBuf>,
 }
 
 /// How the explorer starts.
@@ -108,7 +179,7 @@ enum Start {
 }
 
 /// Default to the demo store, decoded with the bundled tokenizer.
-fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<PathBuf>, ExploreArgs) {
+fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: Explore) -> (Vec<PathBuf>, Explore) {
     if stores.is_empty() && args.tokenizer.is_none() {
         args.tokenizer = Some(assets().join("tokenizer.json"));
     }
@@ -116,7 +187,7 @@ fn with_demo_tokenizer(stores: Vec<PathBuf>, mut args: ExploreArgs) -> (Vec<Path
 }
 
 /// Open the explorer; without a terminal (piped output), print the build table instead.
-fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Result<u8> {
+fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<u8> {
     if !interactive() {
         return print_table(&stores, &args);
     }
@@ -199,13 +270,14 @@ fn explore(stores: Vec<PathBuf>, args: ExploreArgs, start: Start) -> anyhow::Res
 /// `check --follow`: watch the stores headlessly; a line per verdict change; status 1 as soon
 /// as the frozen rollouts' masked fraction is over the limit, 0 when every rollout is retired
 /// or on a signal (stopping the watch is not a failure).
-fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCode> {
+fn follow(args: &cli::CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokscope::app::follow::{Decision, Follower};
     use tokscope::live::StoreEvent;
     use tokscope::live::watch::{WatchMode, WatchOptions, watch};
-    locate(&args.stores, &[])?;
+    let stores = stores_or_demo(args.stores.clone());
+    locate(&stores, &[])?;
     let signal = Arc::new(AtomicUsize::new(0));
     for number in [
         signal_hook::consts::SIGINT,
@@ -215,16 +287,16 @@ fn follow(args: &cli::CheckArgs, explore: &ExploreArgs) -> anyhow::Result<ExitCo
         signal_hook::flag::register_usize(number, Arc::clone(&signal), number as usize)?;
     }
     let handle = watch(
-        args.stores.clone(),
+        stores,
         WatchOptions {
-            mode: explore.poll.map_or(WatchMode::Events, |ms| {
+            mode: args.poll.poll.map_or(WatchMode::Events, |ms| {
                 WatchMode::Poll(std::time::Duration::from_millis(ms))
             }),
-            rows: explore.rows.clone(),
+            rows: rows.to_vec(),
             ..WatchOptions::default()
         },
     );
-    let mut follower = Follower::new(explore.max_mask_fraction, explore.min_frozen);
+    let mut follower = Follower::new(args.alarm.max_mask_fraction, args.alarm.min_frozen());
     let jsonl = args.format == cli::FollowFormat::Jsonl;
     let mut out = std::io::stdout().lock();
     let mut ready = false;
@@ -297,7 +369,7 @@ fn interactive() -> bool {
 }
 
 /// The build table of `stores`, printed instead of the explorer.
-fn print_table(stores: &[PathBuf], args: &ExploreArgs) -> anyhow::Result<u8> {
+fn print_table(stores: &[PathBuf], args: &Explore) -> anyhow::Result<u8> {
     let rows = read_rows(stores, &args.rows);
     build(
         stores,
@@ -310,7 +382,7 @@ fn print_table(stores: &[PathBuf], args: &ExploreArgs) -> anyhow::Result<u8> {
 }
 
 /// `tokscope demo`: a writer fills a fresh directory while the explorer watches it.
-fn demo(pace: f64, mut args: ExploreArgs) -> anyhow::Result<u8> {
+fn demo(pace: f64, mut args: Explore) -> anyhow::Result<u8> {
     if !interactive() {
         // Nothing to watch without a terminal: the table of the store the demo writes.
         return print_table(&[assets().join("demo-store")], &args);

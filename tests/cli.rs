@@ -144,3 +144,61 @@ fn demo_without_a_terminal_prints_the_demo_stores_table() {
         "{text}"
     );
 }
+
+#[test]
+fn flags_are_accepted_only_where_they_mean_something() {
+    let dir = store("conformance/store-1-0");
+    // Explorer flags are not build's: clap refuses them (status 2) and names the flag.
+    for args in [
+        vec!["build", "--poll", "100", &dir],
+        vec!["build", "--no-watch", &dir],
+        vec!["build", "--max-mask-fraction", "0.5", &dir],
+        vec!["replay", "--poll", "100", &dir],
+        vec!["replay", "--no-watch", &dir],
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(args[1]), "{args:?}: {stderr}");
+    }
+    // The kill switch's flags need --follow.
+    let output = run(&["check", "--max-mask-fraction", "0.5", &dir]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("check --follow"));
+    // What every command reads is accepted by every command.
+    let output = run(&["build", "--max-line-mib", "64", &dir]);
+    assert!(output.status.success());
+}
+
+#[test]
+fn check_without_a_directory_checks_the_demo_store_as_build_does() {
+    let check = run(&["check"]);
+    let build = run(&["build"]);
+    assert_eq!(check.stdout, build.stdout);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(text.contains("demo-clean"), "{text}");
+    assert!(check.status.code().is_some_and(|c| c == 0 || c == 1));
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_definitions() {
+    let bash = run(&["completions", "bash"]);
+    assert!(bash.status.success());
+    let script = String::from_utf8(bash.stdout).unwrap();
+    assert!(script.contains("_tokscope") && script.contains("--max-mask-fraction"));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let output = run(&["completions", shell]);
+        assert!(
+            output.status.success() && !output.stdout.is_empty(),
+            "{shell}"
+        );
+    }
+    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
+    let man = run(&["man"]);
+    assert!(man.status.success());
+    let page = String::from_utf8(man.stdout).unwrap();
+    assert!(
+        page.contains(".TH tokscope") && page.contains("check"),
+        "{page}"
+    );
+}
