@@ -319,3 +319,74 @@ fn divergence_from_the_token_pane_and_from_a_gap() {
         assert_eq!(app.detail, Pane::Inspector);
     }
 }
+
+#[test]
+fn enter_on_a_read_gap_shows_the_problem_and_the_columns_align() {
+    let mut app = fixture();
+    command(&mut app, "rollout 0-18-a0");
+    keys(&mut app, "p");
+    let gaps = app.view.as_ref().unwrap().gaps.clone();
+    let at = gaps
+        .iter()
+        .position(|g| matches!(g.fact, tokscope::gaps::GapFact::ReadIssue(_)))
+        .expect("a read gap");
+    for _ in 0..at {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.focus, Pane::Inspector);
+    let shown = screen(&app);
+    let matches = app
+        .search
+        .as_ref()
+        .and_then(|s| s.inspector_matches.clone());
+    assert!(matches.is_some_and(|m| !m.is_empty()), "the problem found");
+    assert!(shown.contains("! tokens.jsonl line 1"), "{shown}");
+    // The facts start in one column whether a gap names a call or not.
+    let mut app = observed();
+    let mut checked = 0;
+    let ids: Vec<String> = app
+        .rollouts
+        .iter()
+        .map(|r| r.rollout_id().to_owned())
+        .collect();
+    for id in ids {
+        command(&mut app, &format!("rollout {id}"));
+        keys(&mut app, "p");
+        let gaps = app.view.as_ref().unwrap().gaps.clone();
+        let with_call = gaps.iter().filter(|g| g.call.is_some()).count();
+        if gaps.len() < 2 || with_call == 0 || with_call == gaps.len() || gaps.len() > 30 {
+            continue;
+        }
+        let shown = screen(&app);
+        let starts: std::collections::HashSet<usize> = shown
+            .lines()
+            .flat_map(|l| l.split('│'))
+            .filter(|row| {
+                [
+                    "in flight",
+                    "dangling",
+                    "retry",
+                    "observed",
+                    "join",
+                    "read",
+                    "parent link",
+                ]
+                .iter()
+                .any(|label| row.starts_with(label))
+            })
+            .filter_map(|row| {
+                let after_label: Vec<char> = row.chars().skip(12).collect();
+                let call_end = after_label.iter().position(|c| *c == ' ')?;
+                let gap = after_label[call_end..]
+                    .iter()
+                    .take_while(|c| **c == ' ')
+                    .count();
+                Some(12 + call_end + gap)
+            })
+            .collect();
+        assert_eq!(starts.len(), 1, "{id}: {starts:?}\n{shown}");
+        checked += 1;
+    }
+    assert!(checked > 0, "a rollout with gaps with and without calls");
+}

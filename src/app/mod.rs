@@ -516,16 +516,7 @@ impl App {
         match self.focus {
             Pane::List => self.focus = Pane::Tree,
             Pane::Tree => self.show_divergence(),
-            Pane::Gaps => {
-                let call = self.view.as_ref().and_then(|view| {
-                    view.gaps
-                        .get(view.gap_list.selected())
-                        .and_then(|g| g.call.clone())
-                });
-                if let Some(call) = call {
-                    self.select_call(&call);
-                }
-            }
+            Pane::Gaps => self.enter_gap(),
             Pane::Graph => {
                 let line = self.view.as_ref().and_then(|view| {
                     view.graph
@@ -539,6 +530,43 @@ impl App {
                 }
             }
             Pane::Tokens | Pane::Inspector => {}
+        }
+    }
+
+    /// Enter on a gap: its call in the tree; a read problem's record when one was read at its
+    /// line, else the problem itself, found in the inspector.
+    fn enter_gap(&mut self) {
+        let Some(gap) = self
+            .view
+            .as_ref()
+            .and_then(|view| view.gaps.get(view.gap_list.selected()).cloned())
+        else {
+            return;
+        };
+        if let Some(call) = &gap.call {
+            self.select_call(call);
+            return;
+        }
+        let crate::gaps::GapFact::ReadIssue(issue) = &gap.fact else {
+            self.message = Some(Notice::NotACall);
+            return;
+        };
+        let read_there = issue.at.and_then(|at| {
+            let analysis = self.shown()?;
+            let index = analysis
+                .capture
+                .record_lines
+                .iter()
+                .position(|l| l.line == at.line)?;
+            Some(analysis.capture.records[index].model_call_id.clone())
+        });
+        match read_there {
+            Some(call) => self.select_call(&call),
+            None => {
+                // The inspector lists every read problem: find this one there.
+                self.focus_pane(Pane::Inspector);
+                self.search = Some(search::Search::pending_in_inspector(issue.to_string()));
+            }
         }
     }
 

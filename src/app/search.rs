@@ -19,6 +19,18 @@ pub struct Search {
     pub(super) pending: bool,
 }
 
+impl Search {
+    /// A search of the inspector for `query`, going to its first match once drawn.
+    pub(super) fn pending_in_inspector(query: String) -> Search {
+        Search {
+            pane: Pane::Inspector,
+            query,
+            inspector_matches: None,
+            pending: true,
+        }
+    }
+}
+
 /// Whether `text` holds `query`, smart case.
 pub fn matches(text: &str, query: &str) -> bool {
     if query.chars().any(char::is_uppercase) {

@@ -60,16 +60,24 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     }
     let width = inner_width(area);
+    let short = |call: &Option<String>| {
+        call.as_deref()
+            .map_or_else(|| "-".to_owned(), |c| short_call(c, &rid).into_owned())
+    };
+    // One column for the calls, as wide as the widest (within reason), so the facts align.
+    let call_width = view
+        .gaps
+        .iter()
+        .map(|g| short(&g.call).chars().count())
+        .max()
+        .unwrap_or(1)
+        .min(24);
     let lines: Vec<Line> = view
         .gap_list
         .visible()
         .map(|index| {
             let gap = &view.gaps[index];
-            let call = gap
-                .call
-                .as_deref()
-                .map(|c| short_call(c, &rid).into_owned())
-                .unwrap_or_default();
+            let call = clip(&short(&gap.call), call_width);
             let age = match (gap.kind(), &gap.call) {
                 (GapKind::InFlight, Some(call)) => app
                     .live
@@ -87,7 +95,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             };
             let text = clip(
                 &format!(
-                    "{:<11} {call} {}{age}",
+                    "{:<11} {call:<call_width$} {}{age}",
                     label(gap.kind()),
                     sanitize(&describe(&gap.fact))
                 ),

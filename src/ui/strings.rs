@@ -192,3 +192,7 @@ pub(crate) fn pane_name(pane: crate::app::Pane) -> &'static str {
         Pane::Graph => TAB_GRAPH,
     }
 }
+
+/// The token pane's hint when no tokenizer decodes the ids.
+pub(crate) const HINT_NO_TOKENIZER: &str =
+    "ids only: --tokenizer PATH (a tokenizer.json) decodes them";

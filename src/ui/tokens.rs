@@ -125,6 +125,14 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             theme.probability(theme.generated(1), f64::NEG_INFINITY, 0.0),
         ),
     ];
+    let mut legend = legend;
+    // How to see text instead of ids: a copied store otherwise shows only numbers.
+    legend.push(match (&app.detok, app.show_text) {
+        (None, _) => Part::text(2, strings::HINT_NO_TOKENIZER, theme.dim())
+            .or_text("--tokenizer decodes", theme.dim()),
+        (Some(_), false) => Part::text(2, "T text", theme.dim()),
+        (Some(_), true) => Part::text(2, "T ids", theme.dim()),
+    });
     lines.push(fit(legend, Span::styled(" · ", theme.dim()), width));
     // The app keeps the cursor's row on screen, with the layout's tokens per row.
     let per_row = view.tokens.per_row();
