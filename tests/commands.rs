@@ -366,11 +366,15 @@ fn enter_on_a_read_gap_shows_the_problem_and_the_columns_align() {
                 [
                     "in flight",
                     "dangling",
+                    "incomplete",
+                    "sentinel",
+                    "parent link",
                     "retry",
+                    "empty gen",
+                    "dropped",
+                    "read",
                     "observed",
                     "join",
-                    "read",
-                    "parent link",
                 ]
                 .iter()
                 .any(|label| row.starts_with(label))

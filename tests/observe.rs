@@ -79,8 +79,9 @@ fn subagent_cycle_verifier_and_judge_call() {
         text.contains("✓ verifier verify-0-3-a1 (completed) judge_server: score 1 scored"),
         "{text}"
     );
+    // The judge's call is the verifier's, not the policy's: shown as such, not as a gap.
     assert!(
-        text.contains("● judge judge-0-3-a1 [no token record]"),
+        text.contains("● judge judge-0-3-a1 [the verifier's (not a policy call)]"),
         "{text}"
     );
     assert!(text.contains("∑ grading llm_judge (completed)"), "{text}");
@@ -93,11 +94,7 @@ fn subagent_cycle_verifier_and_judge_call() {
         gaps.iter().any(|g| g.contains("is on a parent cycle")),
         "{gaps:?}"
     );
-    assert!(
-        gaps.iter()
-            .any(|g| g.starts_with("judge-0-3-a1 observed model call with no token record")),
-        "{gaps:?}"
-    );
+    assert!(!gaps.iter().any(|g| g.contains("judge-0-3-a1")), "{gaps:?}");
 }
 
 #[test]
@@ -117,8 +114,15 @@ fn tools_compactions_and_call_states() {
         .filter(|l| l.problem)
         .collect();
     assert!(
-        flagged.len() >= 3,
-        "failed tool, timed-out tool and the judge call are flagged"
+        flagged.len() >= 2,
+        "the failed and the timed-out tool are flagged"
+    );
+    assert!(
+        !flagged.iter().any(|l| matches!(
+            l.node,
+            tokscope::observe::graph::GraphNode::ModelCall { judge: true, .. }
+        )),
+        "the judge's call is not"
     );
     let compaction = graph_text(find(&analyses, "0-5-a0"));
     assert!(

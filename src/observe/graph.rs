@@ -25,6 +25,8 @@ pub enum CallState {
     Branch,
     /// Placed, but on no chain (under a quarantined call) or the build failed.
     Captured,
+    /// A verifier's own call (a judge): not a policy call, no token record expected.
+    Verifier,
 }
 
 /// The state of model call `call` in an analysis.
@@ -189,6 +191,13 @@ impl Builder<'_> {
         });
     }
 
+    /// Whether only verifiers name the call `reference` names.
+    fn is_verifiers(&self, reference: &CallRef) -> bool {
+        self.obs
+            .observed(reference)
+            .is_some_and(|call| self.obs.verifier_calls().contains(&call))
+    }
+
     /// Attach the record behind the last line.
     fn raw(&mut self, raw: &Value) {
         if let Some(line) = self.lines.last_mut() {
@@ -206,9 +215,13 @@ impl Builder<'_> {
                     && m.model_ref == reference.model_ref
             }
         });
-        let state = resolved
-            .as_deref()
-            .map_or(CallState::NoTokenRecord, |c| call_state(self.analysis, c));
+        let state = match resolved.as_deref().map(|c| call_state(self.analysis, c)) {
+            Some(CallState::NoTokenRecord) | None if judge && self.is_verifiers(reference) => {
+                CallState::Verifier
+            }
+            Some(state) => state,
+            None => CallState::NoTokenRecord,
+        };
         let node = GraphNode::ModelCall {
             judge,
             call: self.obs.observed(reference),
@@ -492,9 +505,12 @@ pub fn gaps(obs: &Observations, analysis: &Analysis) -> Vec<Gap> {
     );
     let referenced = obs.referenced_calls();
     let recorded = recorded_ids(analysis);
+    // A judge's calls are the verifier's, not the policy's: no token record is expected.
+    let verifiers = obs.verifier_calls();
     for call in obs.observed_calls() {
         match call {
             ObservedCall::Id(id) if recorded.contains(id.as_str()) => {}
+            call if verifiers.contains(&call) => {}
             ObservedCall::Id(id) => gaps.push(Gap::about(id, GapFact::NoTokenRecord)),
             response @ ObservedCall::Response { .. } => {
                 gaps.push(Gap::general(GapFact::UnresolvedReference(response)))

@@ -404,6 +404,30 @@ impl Observations {
             )
     }
 
+    /// The model calls a verifier names and no agent invocation, turn or compaction does (a
+    /// judge's calls; the row's list of all model calls holds them too): not policy calls, so
+    /// no token record is expected for them.
+    pub fn verifier_calls(&self) -> BTreeSet<ObservedCall> {
+        let policy: BTreeSet<ObservedCall> = self
+            .invocations
+            .iter()
+            .flat_map(|i| &i.model_calls)
+            .chain(
+                self.compactions
+                    .iter()
+                    .flat_map(|c| c.before.iter().chain(&c.after).chain(&c.model_calls)),
+            )
+            .chain(&self.turn_calls)
+            .filter_map(|r| self.observed(r))
+            .collect();
+        self.verifiers
+            .iter()
+            .flat_map(|v| &v.model_calls)
+            .filter_map(|r| self.observed(r))
+            .filter(|call| !policy.contains(call))
+            .collect()
+    }
+
     /// Every model call id the observations attribute to an owner (invocation, compaction,
     /// verifier).
     pub fn referenced_calls(&self) -> HashSet<String> {

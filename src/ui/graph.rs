@@ -89,6 +89,7 @@ pub fn call_state(state: CallState) -> &'static str {
         CallState::Main => "in main",
         CallState::Branch => "in a branch",
         CallState::Captured => "captured",
+        CallState::Verifier => "the verifier's (not a policy call)",
     }
 }
 
