@@ -42,6 +42,28 @@ use crate::verdict::{Analysis, Summary, VerdictOptions};
 pub use details::Details;
 use health::Health;
 
+/// How the token pane shows tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenText {
+    /// Token ids in fixed cells.
+    Ids,
+    /// Decoded pieces in fixed cells (one cell a token).
+    Cells,
+    /// The chain decoded as wrapped prose.
+    Prose,
+}
+
+impl TokenText {
+    /// The next mode (`T`).
+    pub fn next(self) -> TokenText {
+        match self {
+            TokenText::Cells => TokenText::Prose,
+            TokenText::Prose => TokenText::Ids,
+            TokenText::Ids => TokenText::Cells,
+        }
+    }
+}
+
 /// The panes, in Tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pane {
@@ -207,8 +229,8 @@ pub struct App {
     pub quit: bool,
     /// Decodes token ids to text, when a tokenizer was given.
     pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
-    /// Show decoded text (instead of ids) in the token cells.
-    pub show_text: bool,
+    /// How the token pane shows tokens: ids, decoded cells or flowing text.
+    pub token_text: TokenText,
     /// Store-wide health, kept up to date with `rollouts` by difference.
     pub health: Health,
     /// Raise an alarm when the masked fraction of frozen rollouts exceeds this…
@@ -267,7 +289,7 @@ impl App {
             low_logprob: 0.1f64.ln(),
             quit: false,
             detok: None,
-            show_text: false,
+            token_text: TokenText::Ids,
             max_mask_fraction: None,
             min_frozen: follow::DEFAULT_MIN_FROZEN,
             live: Live::default(),
@@ -290,7 +312,7 @@ impl App {
     /// Decode token ids with `detok` (and show text in the token cells).
     pub fn with_tokenizer(mut self, detok: crate::detok::Detokenizer) -> App {
         self.detok = Some(std::sync::Arc::new(detok));
-        self.show_text = true;
+        self.token_text = TokenText::Cells;
         self
     }
 
@@ -448,7 +470,8 @@ impl App {
             }
             Action::ToggleText => {
                 if self.detok.is_some() {
-                    self.show_text = !self.show_text;
+                    self.token_text = self.token_text.next();
+                    self.message = Some(Notice::TokenText(self.token_text));
                 } else {
                     self.message = Some(Notice::NoTokenizer);
                 }

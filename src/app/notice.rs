@@ -56,6 +56,8 @@ pub enum Notice {
         /// Its length in characters.
         chars: usize,
     },
+    /// The token pane now shows tokens this way.
+    TokenText(super::TokenText),
     /// Nothing selected to copy.
     NothingToYank,
     /// Too large for the terminal's clipboard (bytes).

@@ -69,7 +69,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &["<"], action: Action::PrevLowProb, scope: Scope::Tokens, help: "previous low-probability token" },
     Binding { keys: &["v"], action: Action::Mark, scope: Scope::Tokens, help: "mark: start a token range to yank (again: clear)" },
     Binding { keys: &["c"], action: Action::CycleChain, scope: Scope::Tokens, help: "show next chain" },
-    Binding { keys: &["T"], action: Action::ToggleText, scope: Scope::Tokens, help: "token ids / decoded text" },
+    Binding { keys: &["T"], action: Action::ToggleText, scope: Scope::Tokens, help: "ids → decoded cells → flowing text (with a tokenizer)" },
     Binding { keys: &["d"], action: Action::Divergence, scope: Scope::Global, help: "divergence of the selected call (tokens: the call under the cursor; gaps: the gap's)" },
     Binding { keys: &["t"], action: Action::PinTerminal, scope: Scope::Global, help: "what-if: pin selected call as terminal" },
     Binding { keys: &["a"], action: Action::ToggleAttributed, scope: Scope::Global, help: "what-if: toggle mask_incomplete_when_attributed" },

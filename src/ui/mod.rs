@@ -10,6 +10,7 @@ pub mod keys;
 pub mod layout;
 pub mod list;
 pub mod mouse;
+pub mod prose;
 pub mod strings;
 pub mod theme;
 pub mod tokens;

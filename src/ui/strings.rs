@@ -134,6 +134,15 @@ pub(crate) fn notice(notice: &Notice) -> String {
             "yanked {what} ({}) to the clipboard (OSC 52)",
             crate::text::count(*chars, "character", "characters")
         ),
+        Notice::TokenText(mode) => match mode {
+            crate::app::TokenText::Ids => "tokens: ids (T: decoded cells)".into(),
+            crate::app::TokenText::Cells => {
+                "tokens: decoded, one cell a token (T: flowing text)".into()
+            }
+            crate::app::TokenText::Prose => {
+                "tokens: flowing text, whole characters (T: ids; j/k move by a row)".into()
+            }
+        },
         Notice::NothingToYank => {
             "nothing to yank here (Y yanks decoded text with --tokenizer)".into()
         }

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 use super::fit::{Part, fit};
 use super::layout::TOKEN_CELL;
 use super::{Theme, pane_block, short_call, strings};
-use crate::app::{App, Pane};
+use crate::app::{App, Pane, TokenText};
 use crate::rebuild::Origin;
 
 /// Make whitespace in a decoded piece visible.
@@ -127,13 +127,26 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     ];
     let mut legend = legend;
     // How to see text instead of ids: a copied store otherwise shows only numbers.
-    legend.push(match (&app.detok, app.show_text) {
+    legend.push(match (&app.detok, app.token_text) {
         (None, _) => Part::text(2, strings::HINT_NO_TOKENIZER, theme.dim())
             .or_text("--tokenizer decodes", theme.dim()),
-        (Some(_), false) => Part::text(2, "T text", theme.dim()),
-        (Some(_), true) => Part::text(2, "T ids", theme.dim()),
+        (Some(_), TokenText::Ids) => Part::text(2, "T text", theme.dim()),
+        (Some(_), TokenText::Cells) => Part::text(2, "T flowing text", theme.dim()),
+        (Some(_), TokenText::Prose) => Part::text(2, "T ids", theme.dim()),
     });
     lines.push(fit(legend, Span::styled(" · ", theme.dim()), width));
+    if let (Some(detok), TokenText::Prose) = (&app.detok, app.token_text) {
+        let chain = super::prose::Chain {
+            provenance,
+            build,
+            records,
+        };
+        let rows = super::layout::inner_rows(area).saturating_sub(lines.len());
+        lines.extend(super::prose::lines(app, &chain, detok, theme, width, rows));
+        let paragraph = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
+        frame.render_widget(paragraph.block(block), area);
+        return;
+    }
     // The app keeps the cursor's row on screen, with the layout's tokens per row.
     let per_row = view.tokens.per_row();
     let rows = view.tokens.rows.height();
@@ -184,8 +197,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             if position == cursor {
                 style = style.patch(theme.cursor());
             }
-            let text = match (&app.detok, app.show_text) {
-                (Some(detok), true) => text_cell(&detok.piece(*token)),
+            let text = match (&app.detok, app.token_text) {
+                (Some(detok), TokenText::Cells | TokenText::Prose) => {
+                    text_cell(&detok.piece(*token))
+                }
                 _ => cell(*token),
             };
             spans.push(Span::styled(text, style));

@@ -1,0 +1,200 @@
+//! The token pane as flowing text: the chain decoded and wrapped like prose, colored by
+//! origin (root prompt, environment, each call's generation), low-probability tokens and the
+//! cursor marked. Tokens are decoded in runs, so a character split across byte-level tokens
+//! (an emoji, CJK) appears whole; only what fits the pane is decoded.
+
+use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
+
+use super::Theme;
+use crate::app::App;
+use crate::detok::Detokenizer;
+use crate::rebuild::{BuildOutput, Origin, Provenance};
+use crate::store::TokenRecord;
+
+/// The longest run decoded at once (a run ends anyway where the style changes).
+const RUN: usize = 256;
+
+/// What the prose needs to know about the chain.
+pub(crate) struct Chain<'a> {
+    /// The chain's tokens and where each comes from.
+    pub provenance: &'a Provenance,
+    /// The build (for log probabilities).
+    pub build: &'a BuildOutput,
+    /// The rollout's records.
+    pub records: &'a [std::sync::Arc<TokenRecord>],
+}
+
+/// Decoded text as it may reach the terminal: line breaks kept, tabs as spaces, other
+/// control characters replaced.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' => '\n',
+            '\t' => ' ',
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
+/// Lines of prose for `rows` rows of `width` columns, from the top of the token view (or
+/// from just before the cursor when the cursor would not be on screen).
+pub(crate) fn lines(
+    app: &App,
+    chain: &Chain<'_>,
+    detok: &Detokenizer,
+    theme: Theme,
+    width: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let Some(view) = &app.view else {
+        return Vec::new();
+    };
+    let tokens = &view.tokens;
+    let top = tokens.rows.top() * tokens.per_row();
+    let cursor = tokens.cursor;
+    let draw = |from: usize| render(app, chain, detok, theme, from, cursor, width, rows);
+    let mut start = top.min(cursor);
+    let mut drawn = draw(start);
+    if !drawn.reached {
+        start = cursor.saturating_sub(tokens.per_row());
+        drawn = draw(start);
+    }
+    // Near the end of the chain the text may not fill the pane: start earlier, as long as
+    // the cursor stays on screen.
+    let step = (tokens.per_row() * rows / 2).max(1);
+    for _ in 0..8 {
+        if drawn.filled || start == 0 {
+            break;
+        }
+        start = start.saturating_sub(step);
+        let earlier = draw(start);
+        if !earlier.reached {
+            break;
+        }
+        drawn = earlier;
+    }
+    drawn.lines
+}
+
+/// Prose drawn from some token on.
+struct Drawn {
+    lines: Vec<Line<'static>>,
+    /// The cursor's token is among them.
+    reached: bool,
+    /// They fill the rows.
+    filled: bool,
+}
+
+/// Prose from token `start` until `rows` rows are full.
+#[allow(clippy::too_many_arguments)]
+fn render(
+    app: &App,
+    chain: &Chain<'_>,
+    detok: &Detokenizer,
+    theme: Theme,
+    start: usize,
+    cursor: usize,
+    width: usize,
+    rows: usize,
+) -> Drawn {
+    let provenance = chain.provenance;
+    let total = provenance.tokens.len();
+    let marked = app.view.as_ref().and_then(|v| v.tokens.marked());
+    let low = |position: usize| {
+        provenance
+            .log_prob(chain.records, chain.build, position)
+            .filter(|&lp| lp < app.low_logprob)
+    };
+    let is_generation = |origin: &Origin| matches!(origin, Origin::Generation { .. });
+    let mut segment_index = provenance.segments.partition_point(|s| s.range.1 <= start);
+    let mut generations_before = provenance.segments[..segment_index]
+        .iter()
+        .filter(|s| is_generation(&s.origin))
+        .count();
+    let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used_rows = 0;
+    let mut line_width: usize = 0;
+    let mut reached = false;
+    let mut position = start;
+    let width = width.max(1);
+    while position < total && used_rows + line_width.div_ceil(width).max(1) <= rows + 1 {
+        let Some(segment) = provenance.segments.get(segment_index) else {
+            break;
+        };
+        if segment.range.1 <= position {
+            generations_before += usize::from(is_generation(&segment.origin));
+            segment_index += 1;
+            continue;
+        }
+        // A run: tokens alike (same segment, cursor or not, low or not, marked or not).
+        let class = |p: usize| {
+            (
+                p == cursor,
+                low(p).is_some(),
+                marked.as_ref().is_some_and(|m| m.contains(&p)),
+            )
+        };
+        let kind = class(position);
+        let mut end = position + 1;
+        while end < segment.range.1 && end - position < RUN && class(end) == kind {
+            end += 1;
+        }
+        let mut style = match segment.origin {
+            Origin::RootPrompt => theme.root_prompt(),
+            Origin::Interstitial { .. } => theme.environment(),
+            Origin::Generation { .. } => theme.generated(generations_before),
+        };
+        if let Some(lp) = low(position) {
+            style = theme.probability(style, lp, app.low_logprob);
+        }
+        if kind.2 {
+            style = style.add_modifier(ratatui::style::Modifier::UNDERLINED);
+        }
+        if kind.0 {
+            style = style.patch(theme.cursor());
+            reached = true;
+        }
+        let ids = provenance.tokens.values_range(position, end);
+        let mut text = printable(&detok.decode(&ids));
+        if text.is_empty() {
+            // A token that decodes to nothing still shows where it is.
+            text = "∅".into();
+        }
+        for (k, piece) in text.split('\n').enumerate() {
+            if k > 0 {
+                // The line break itself, faintly, then a new line.
+                let last = lines.last_mut().expect("a line");
+                last.push(Span::styled("⏎", style.patch(theme.dim())));
+                used_rows += (line_width + 1).div_ceil(width).max(1);
+                lines.push(Vec::new());
+                line_width = 0;
+            }
+            if !piece.is_empty() {
+                line_width += piece.width();
+                lines
+                    .last_mut()
+                    .expect("a line")
+                    .push(Span::styled(piece.to_owned(), style));
+            }
+        }
+        position = end;
+    }
+    let filled = used_rows + line_width.div_ceil(width) >= rows;
+    Drawn {
+        lines: lines.into_iter().map(Line::from).collect(),
+        reached: reached || cursor >= total,
+        filled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        assert_eq!(printable("a\u{1b}[2Jb\tc\nd"), "a\u{FFFD}[2Jb c\nd");
+    }
+}

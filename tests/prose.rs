@@ -1,0 +1,128 @@
+//! Flowing decoded text in the token pane, with a production tokenizer (DeepSeek-V3's
+//! byte-level BPE): characters split across tokens (emoji, CJK) appear whole, colored runs
+//! keep their origin, and the pane shows only what fits.
+
+mod common;
+use common::{key, keys, screen};
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crossterm::event::KeyCode;
+use tokscope::app::{App, TokenText};
+use tokscope::detok::Detokenizer;
+use tokscope::verdict::VerdictOptions;
+use tokscope_testkit::{Call, Rollout};
+
+/// DeepSeek-V3's tokenizer, unpacked into `dir`.
+fn deepseek(dir: &Path) -> Detokenizer {
+    let packed = common::fixture("tokenizers/deepseek-v3.tokenizer.json.gz");
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(packed).unwrap())
+        .read_to_end(&mut json)
+        .unwrap();
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, json).unwrap();
+    Detokenizer::load(&path).unwrap()
+}
+
+/// The screen as text, without the blank cell a terminal leaves after a wide character.
+fn squeezed(screen: &str) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    for c in screen.chars() {
+        if skip && c == ' ' {
+            skip = false;
+            continue;
+        }
+        skip = unicode_width::UnicodeWidthChar::width(c) == Some(2);
+        out.push(c);
+    }
+    out
+}
+
+const PROMPT: &str = "The crab 🦀 sorts 漢字 and naïve café 👩‍💻 text.\nSecond line: 🎉!";
+const ANSWER: &str = "Done: 東京 🚀 ok.";
+
+#[test]
+fn split_characters_appear_whole_in_flowing_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let detok = deepseek(dir.path());
+    let prompt = detok.encode(PROMPT);
+    let answer = detok.encode(ANSWER);
+    // The tokenizer splits some of these characters across tokens: piece by piece they are
+    // replacement characters.
+    let pieces: String = prompt
+        .iter()
+        .map(|&id| {
+            let text = detok.decode(&[i128::from(id)]);
+            if text.contains('\u{FFFD}') {
+                "�"
+            } else {
+                "."
+            }
+            .to_owned()
+        })
+        .collect();
+    assert!(pieces.contains('�'), "nothing split: {pieces}");
+    let store = dir.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    Rollout {
+        id: "emoji".into(),
+        calls: vec![Call::root("emoji-c001", prompt, answer, 1_790_000_000.0)],
+        frozen: true,
+        ..Rollout::default()
+    }
+    .write(&store)
+    .unwrap();
+    let stores = vec![store];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app = App::new(stores, analyses, options, common::viewport(120, 40))
+        .with_tokenizer(deepseek(dir.path()));
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Tab);
+    // T: decoded cells → flowing text.
+    keys(&mut app, "T");
+    assert_eq!(app.token_text, TokenText::Prose);
+    let shown = squeezed(&screen(&app));
+    for whole in ["🦀", "漢字", "naïve café", "👩‍💻", "🎉", "東京", "🚀"] {
+        assert!(shown.contains(whole), "{whole} missing:\n{shown}");
+    }
+    assert!(!shown.contains('\u{FFFD}'), "{shown}");
+    // Line breaks in the text are line breaks on screen, marked.
+    assert!(shown.contains("text.⏎"), "{shown}");
+    // T again: back to ids.
+    keys(&mut app, "T");
+    assert_eq!(app.token_text, TokenText::Ids);
+}
+
+#[test]
+fn flowing_text_of_a_long_chain_shows_the_cursor_and_only_what_fits() {
+    let assets = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let detok = Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let stores = vec![PathBuf::from("assets/demo-store")];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app =
+        App::new(stores, analyses, options, common::viewport(80, 24)).with_tokenizer(detok);
+    keys(&mut app, "/demo-mismatch");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    keys(&mut app, "T");
+    // The last token: the text shown ends the chain, the cursor on it.
+    keys(&mut app, "G");
+    let shown = screen(&app);
+    let view = app.view.as_ref().unwrap();
+    let provenance = view.tokens.provenance.as_ref().unwrap();
+    let ids: Vec<i128> = provenance.tokens.values().collect();
+    let last = app.detok.as_ref().unwrap().decode(&ids[ids.len() - 1..]);
+    assert!(
+        shown.contains(last.trim()),
+        "{last:?} not on screen:\n{shown}"
+    );
+    insta::assert_snapshot!("prose_demo_mismatch_80x24", shown);
+}
