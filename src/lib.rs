@@ -8,6 +8,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod app;
+pub mod config;
 pub mod detok;
 pub mod gaps;
 pub mod live;

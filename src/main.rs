@@ -28,6 +28,11 @@ fn main() -> ExitCode {
 
 fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     validate(&mut cli)?;
+    let config = match tokscope::config::config_path() {
+        Some(path) => tokscope::config::Config::load(&path)?,
+        None => tokscope::config::Config::default(),
+    };
+    let defaults = &config.defaults;
     if let Some(mib) = cli.input.max_line_mib {
         tokscope::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
@@ -44,7 +49,13 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             let rows = read_rows(&stores, &cli.input.rows);
             build(&stores, &args.rollouts, &options, args.format, &rows).map(|_| ExitCode::SUCCESS)
         }
-        Some(Command::Check(args)) if args.follow => follow(&args, &cli.input.rows),
+        Some(Command::Check(mut args)) if args.follow => {
+            args.poll.poll = args.poll.poll.or(defaults.poll);
+            args.alarm.max_mask_fraction =
+                args.alarm.max_mask_fraction.or(defaults.max_mask_fraction);
+            args.alarm.min_frozen = args.alarm.min_frozen.or(defaults.min_frozen);
+            follow(&args, &cli.input.rows)
+        }
         Some(Command::Check(args)) => {
             let stores = stores_or_demo(args.stores);
             let rows = read_rows(&stores, &cli.input.rows);
@@ -69,12 +80,18 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Replay(args)) => {
             let options = Explore {
-                tokenizer: args.tokenizer,
+                tokenizer: args.tokenizer.or(defaults.tokenizer.clone()),
                 poll: None,
-                max_mask_fraction: args.alarm.max_mask_fraction,
-                min_frozen: args.alarm.min_frozen(),
+                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
+                min_frozen: args
+                    .alarm
+                    .min_frozen
+                    .or(defaults.min_frozen)
+                    .unwrap_or(DEFAULT_MIN_FROZEN),
                 no_watch: true,
                 rows: cli.input.rows,
+                config,
+                remember: true,
             };
             let (stores, options) = with_demo_tokenizer(args.stores, options);
             explore(stores, options, Start::Replay).map(ExitCode::from)
@@ -83,10 +100,16 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             let options = Explore {
                 tokenizer: None,
                 poll: None,
-                max_mask_fraction: args.alarm.max_mask_fraction,
-                min_frozen: args.alarm.min_frozen(),
+                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
+                min_frozen: args
+                    .alarm
+                    .min_frozen
+                    .or(defaults.min_frozen)
+                    .unwrap_or(DEFAULT_MIN_FROZEN),
                 no_watch: false,
                 rows: cli.input.rows,
+                config,
+                remember: true,
             };
             demo(args.pace, options).map(ExitCode::from)
         }
@@ -103,12 +126,24 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         None => {
             let args = cli.explore;
             let options = Explore {
-                tokenizer: args.tokenizer,
-                poll: args.poll.poll,
-                max_mask_fraction: args.alarm.max_mask_fraction,
-                min_frozen: args.alarm.min_frozen(),
+                // The configured tokenizer is for real stores; the demo has its own.
+                tokenizer: args.tokenizer.or_else(|| {
+                    defaults
+                        .tokenizer
+                        .clone()
+                        .filter(|_| !cli.stores.is_empty())
+                }),
+                poll: args.poll.poll.or(defaults.poll),
+                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
+                min_frozen: args
+                    .alarm
+                    .min_frozen
+                    .or(defaults.min_frozen)
+                    .unwrap_or(DEFAULT_MIN_FROZEN),
                 no_watch: args.no_watch,
                 rows: cli.input.rows,
+                config,
+                remember: true,
             };
             let (stores, options) = with_demo_tokenizer(cli.stores, options);
             explore(stores, options, Start::Explore).map(ExitCode::from)
@@ -167,7 +202,13 @@ struct Explore {
     no_watch: bool,
     /// Rollout rows files and directories.
     rows: Vec<PathBuf>,
+    /// The user's configuration (theme, keys, low probability).
+    config: tokscope::config::Config,
+    /// Restore and remember what the explorer shows (not for the demo's fresh directory).
+    remember: bool,
 }
+
+use tokscope::app::follow::DEFAULT_MIN_FROZEN;
 
 /// How the explorer starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -263,7 +304,28 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
             },
         )
     });
-    let ended = tokscope::term::run(app, watch)?;
+    let config = &args.config;
+    app.keys = config.keys().unwrap_or_default();
+    if let Some(p) = config.defaults.low_probability {
+        app.low_logprob = p.ln();
+    }
+    // What the last session on these stores showed (replay starts from its own first call).
+    let state_path = tokscope::config::state_path();
+    let key = tokscope::config::stores_key(&app.stores);
+    let remember = start == Start::Explore && args.remember;
+    if remember
+        && let Some(path) = &state_path
+        && let Some(what) = tokscope::config::State::load(path).get(&key).cloned()
+    {
+        tokscope::config::restore(&mut app, &what);
+    }
+    let (ended, app) = tokscope::term::run(app, watch, config.theme())?;
+    if remember && let Some(path) = &state_path {
+        let mut state = tokscope::config::State::load(path);
+        state.remember(key, tokscope::config::remembered(&app));
+        // Only a convenience: a state that cannot be written is no reason to fail.
+        let _ = state.save(path);
+    }
     Ok(ended.status())
 }
 
@@ -394,6 +456,7 @@ fn demo(pace: f64, mut args: Explore) -> anyhow::Result<u8> {
         args.tokenizer = Some(assets().join("tokenizer.json"));
     }
     args.no_watch = false;
+    args.remember = false;
     let result = explore(vec![dir.clone()], args, Start::Explore);
     drop(writer);
     let _ = std::fs::remove_dir_all(&dir);

@@ -113,8 +113,9 @@ fn watch_hangup(lost: Arc<AtomicBool>, done: Arc<AtomicBool>) {
 }
 
 /// Run the explorer until the user quits, a signal arrives or the terminal goes away; with a
-/// watch, apply its changes as they come. The terminal is restored in every case.
-pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
+/// watch, apply its changes as they come. The terminal is restored in every case; the app is
+/// handed back (what it shows is remembered for the next session).
+pub fn run(mut app: App, watch: Option<Watch>, theme: Theme) -> std::io::Result<(Ended, App)> {
     let signal = Arc::new(AtomicUsize::new(0));
     for number in SIGNALS {
         signal_hook::flag::register_usize(number, Arc::clone(&signal), number as usize)?;
@@ -134,7 +135,7 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
     let lost = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     watch_hangup(Arc::clone(&lost), Arc::clone(&done));
-    let result = event_loop(app, watch.as_ref(), &signal, &lost);
+    let result = event_loop(&mut app, watch.as_ref(), theme, &signal, &lost);
     done.store(true, Ordering::Relaxed);
     restore();
     let _ = std::panic::take_hook();
@@ -144,7 +145,7 @@ pub fn run(app: App, watch: Option<Watch>) -> std::io::Result<Ended> {
             crate::text::sanitize(&message)
         );
     }
-    result
+    result.map(|ended| (ended, app))
 }
 
 /// Whether a background thread has panicked.
@@ -153,8 +154,9 @@ fn worker_failed() -> bool {
 }
 
 fn event_loop(
-    mut app: App,
+    app: &mut App,
     watch: Option<&Watch>,
+    theme: Theme,
     signal: &AtomicUsize,
     lost: &AtomicBool,
 ) -> std::io::Result<Ended> {
@@ -165,7 +167,6 @@ fn event_loop(
     let size = terminal.size()?;
     let screen = Rect::new(0, 0, size.width, size.height);
     app.update(Message::Resize(viewport_for(screen, app.zoomed())));
-    let theme = Theme::from_env();
     let mut dirty = true;
     let mut last_draw = Instant::now();
     let mut last_check = Instant::now();
@@ -192,7 +193,7 @@ fn event_loop(
         if dirty || clock {
             let mut drawn = Drawn::default();
             if terminal
-                .draw(|frame| drawn = draw(frame, &app, theme))
+                .draw(|frame| drawn = draw(frame, app, theme))
                 .is_err()
             {
                 return Ok(Ended::TerminalLost);
@@ -211,9 +212,9 @@ fn event_loop(
                 let message = match event::read() {
                     Err(_) => return Ok(Ended::TerminalLost),
                     Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                        keys::message_for(&app, key)
+                        keys::message_for(app, key)
                     }
-                    Ok(Event::Mouse(event)) => mouse::message_for(&app, event),
+                    Ok(Event::Mouse(event)) => mouse::message_for(app, event),
                     Ok(Event::Resize(width, height)) => {
                         let area = Rect::new(0, 0, width, height);
                         terminal.resize(area)?;

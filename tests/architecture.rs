@@ -21,6 +21,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("app", 11),
     ("ui", 12),
     ("term", 13),
+    ("config", 13), // the user's file and state: themes, keys, what to restore
 ];
 
 /// The layer of a module path like `observe::graph` or `app` (the longest match wins).

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/debug/tokscope}
+# Neither the user's configuration nor what their last session showed.
+state_dir=$(mktemp -d)
+export TOKSCOPE_CONFIG="$state_dir/config.toml" TOKSCOPE_STATE="$state_dir/state.json"
 session="tokscope-smoke-$$"
 passed=0
 failed=0
@@ -22,7 +25,7 @@ tmux new-session -d -s "$session" -x 120 -y 40 "$bin; echo EXITED-\$?; sleep 5"
 expect "rollouts 13/13"
 expect "VERDICT"
 tmux send-keys -t "$session" '?'
-expect "keys — any key closes"
+expect "keys —"
 tmux send-keys -t "$session" Escape
 tmux send-keys -t "$session" '/' 'mismatch' Enter
 expect "rollouts 1/13"

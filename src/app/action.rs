@@ -104,6 +104,78 @@ pub enum Action {
     Zoom,
 }
 
+impl Action {
+    /// Every action (the configuration names them; tests check each has a key).
+    pub const ALL: [Action; 49] = [
+        Action::Dismiss,
+        Action::Quit,
+        Action::Help,
+        Action::NextPane,
+        Action::PrevPane,
+        Action::Up,
+        Action::Down,
+        Action::Left,
+        Action::Right,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Top,
+        Action::Bottom,
+        Action::Enter,
+        Action::ToggleCollapse,
+        Action::Filter,
+        Action::Yank,
+        Action::YankText,
+        Action::Mark,
+        Action::SearchNext,
+        Action::SearchPrev,
+        Action::MaskedOnly,
+        Action::CycleReason,
+        Action::SortNext,
+        Action::SortReverse,
+        Action::NextBoundary,
+        Action::PrevBoundary,
+        Action::NextLowProb,
+        Action::PrevLowProb,
+        Action::CycleChain,
+        Action::ToggleText,
+        Action::Divergence,
+        Action::PinTerminal,
+        Action::ToggleAttributed,
+        Action::ClearWhatIf,
+        Action::ExportReport,
+        Action::ExportResponse,
+        Action::Pause,
+        Action::ToggleReplay,
+        Action::StepBack,
+        Action::StepForward,
+        Action::Speed1,
+        Action::Speed10,
+        Action::Speed100,
+        Action::Command,
+        Action::ShowInspector,
+        Action::ShowGaps,
+        Action::ShowGraph,
+        Action::Zoom,
+    ];
+
+    /// The action's name in the configuration file: `next_pane` for `NextPane`.
+    pub fn name(self) -> String {
+        let mut name = String::new();
+        for (i, c) in format!("{self:?}").chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        }
+        name
+    }
+
+    /// The action a configuration name stands for.
+    pub fn named(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
 /// A key while a prompt (filter, jump, export path) is open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextKey {
@@ -146,6 +218,16 @@ pub fn edit(line: &mut String, key: TextKey) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_snake_case_and_round_trip() {
+        assert_eq!(Action::NextPane.name(), "next_pane");
+        assert_eq!(Action::Quit.name(), "quit");
+        for action in Action::ALL {
+            assert_eq!(Action::named(&action.name()), Some(action));
+        }
+        assert_eq!(Action::named("no_such_action"), None);
+    }
 
     #[test]
     fn prompt_editing() {

@@ -215,6 +215,10 @@ pub struct App {
     pub help: scroll::Scroll,
     /// The focused pane has the whole screen.
     pub zoom: bool,
+    /// The user's keys (from the configuration), before the built-in ones.
+    pub keys: Vec<(String, Action)>,
+    /// A rollout to select once it is listed (remembered from the last session).
+    pub restore: Option<String>,
     /// Text yanked, for the terminal loop to put on the clipboard.
     clipboard: Option<String>,
     /// The `/` search in effect (`n` / `N`).
@@ -283,6 +287,8 @@ impl App {
             help: scroll::Scroll::default(),
             zoom: false,
             search: None,
+            keys: Vec::new(),
+            restore: None,
             clipboard: None,
             message: None,
             viewport,
@@ -371,9 +377,34 @@ impl App {
         self.zoom.then_some(self.focus)
     }
 
+    /// Select the rollout `id` as soon as it is listed (what the last session showed), unless
+    /// the user moves first.
+    pub fn restore_rollout(&mut self, id: Option<String>) {
+        self.restore = id;
+        self.apply_restore();
+    }
+
+    /// Select the rollout waiting to be restored, if it is listed now.
+    fn apply_restore(&mut self) {
+        let Some(id) = &self.restore else { return };
+        let Some(row) = self
+            .list
+            .rows
+            .iter()
+            .position(|&i| self.rollouts[i].rollout_id() == id)
+        else {
+            return;
+        };
+        self.restore = None;
+        self.list.scroll.select(row);
+        self.open_selected();
+    }
+
     /// Perform an action.
     pub(crate) fn act(&mut self, action: Action) {
         self.message = None;
+        // The user moves: what the last session showed no longer matters.
+        self.restore = None;
         if self.show_help && self.scroll_help(action) {
             return;
         }
@@ -679,6 +710,7 @@ impl App {
     fn refresh_list(&mut self) {
         self.list.refresh(&self.rollouts, self.replay.is_some());
         self.open_selected();
+        self.apply_restore();
     }
 
     /// Open the rollout under the list selection (drives every other pane).
@@ -708,6 +740,7 @@ impl App {
     /// After rollouts changed: health, list, and the open view (kept where it was).
     fn after_change(&mut self, kept: Option<rollout::Kept>) {
         self.health.settle();
+        self.apply_restore();
         match (kept, &mut self.view) {
             (Some(kept), Some(view)) if self.list.selected_rollout() == Some(view.index) => {
                 if let Some(base) = self.details.get(view.index) {

@@ -86,15 +86,15 @@ pub(crate) const BINDINGS: &[Binding] = &[
     Binding { keys: &[":"], action: Action::Command, scope: Scope::Global, help: "command: :rollout ID :call ID :pos N :chain N (replay: :N :+s)" },
 ];
 
-/// The action bound to a key event, if any.
-pub(crate) fn action_for(key: KeyEvent) -> Option<Action> {
+/// The name of a key event as the binding list and the configuration write it (`q`,
+/// `Ctrl-C`, `Space`, `PgUp`…), if it is one the explorer knows.
+pub fn key_name(key: KeyEvent) -> Option<String> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let name = match key.code {
-        KeyCode::Char('c') if ctrl => "Ctrl-C",
-        KeyCode::Char('u') if ctrl => "Ctrl-U",
-        KeyCode::Char('d') if ctrl => "Ctrl-D",
+        KeyCode::Char(c) if ctrl => return Some(format!("Ctrl-{}", c.to_ascii_uppercase())),
         KeyCode::Char(' ') => "Space",
-        KeyCode::Char(c) if !ctrl => return by_char(c),
+        KeyCode::Char(c) => return Some(c.to_string()),
+        KeyCode::F(n) => return Some(format!("F{n}")),
         KeyCode::Tab => "Tab",
         KeyCode::BackTab => "Shift-Tab",
         KeyCode::Up => "↑",
@@ -109,12 +109,51 @@ pub(crate) fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Esc => "Esc",
         _ => return None,
     };
-    lookup(name)
+    Some(name.to_owned())
 }
 
-fn by_char(c: char) -> Option<Action> {
-    let mut buffer = [0u8; 4];
-    lookup(c.encode_utf8(&mut buffer))
+/// Whether `name` is a key name [`key_name`] can produce (for checking the configuration).
+pub fn is_key_name(name: &str) -> bool {
+    let named = [
+        "Space",
+        "Tab",
+        "Shift-Tab",
+        "↑",
+        "↓",
+        "←",
+        "→",
+        "PgUp",
+        "PgDn",
+        "Home",
+        "End",
+        "Enter",
+        "Esc",
+    ];
+    let single = name.chars().count() == 1;
+    let ctrl = name
+        .strip_prefix("Ctrl-")
+        .is_some_and(|c| c.chars().count() == 1);
+    let function = name
+        .strip_prefix('F')
+        .and_then(|n| n.parse::<u8>().ok())
+        .is_some_and(|n| (1..=24).contains(&n));
+    single || ctrl || function || named.contains(&name)
+}
+
+/// The action bound to a key event, if any (the built-in list only).
+#[cfg(test)]
+pub(crate) fn action_for(key: KeyEvent) -> Option<Action> {
+    lookup(&key_name(key)?)
+}
+
+/// The action bound to a key event: the user's keys first, then the built-in list.
+fn action_in(app: &App, key: KeyEvent) -> Option<Action> {
+    let name = key_name(key)?;
+    app.keys
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, action)| *action)
+        .or_else(|| lookup(&name))
 }
 
 fn lookup(name: &str) -> Option<Action> {
@@ -131,7 +170,7 @@ pub fn message_for(app: &App, key: KeyEvent) -> Option<Message> {
     if app.mode != Mode::Normal {
         return text_key(key).map(Message::Text);
     }
-    let action = action_for(key);
+    let action = action_in(app, key);
     if app.show_help {
         // Moving keys scroll the help; any other key closes it (`q` still quits).
         return Some(Message::Action(match action {
@@ -236,7 +275,12 @@ mod tests {
             Mark,
         ] {
             assert!(check(action), "{action:?} has no key");
+            assert!(
+                Action::ALL.contains(&action),
+                "{action:?} missing from Action::ALL"
+            );
         }
+        assert_eq!(Action::ALL.len(), 49);
     }
 
     #[test]

@@ -1,0 +1,378 @@
+//! The user's configuration file and the state remembered between sessions, both small.
+//!
+//! - **Configuration**: `config.toml` in the platform's configuration directory
+//!   (`$XDG_CONFIG_HOME/tokscope`, else `~/.config/tokscope`; on macOS
+//!   `~/Library/Application Support/tokscope`), or the file `$TOKSCOPE_CONFIG` names. A
+//!   theme, key overrides and default flags; flags on the command line win.
+//! - **State**: `state.json` in the platform's state directory (`$XDG_STATE_HOME/tokscope`,
+//!   else `~/.local/state/tokscope`; on macOS the configuration directory), or the file
+//!   `$TOKSCOPE_STATE` names: per set of stores, the selected rollout, the bottom-right tab
+//!   and the token pane's mode. Never inside a store.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::{Action, App, Pane, TokenText};
+
+/// The configuration file.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Colors.
+    #[serde(default)]
+    pub theme: ThemeConfig,
+    /// Flags used when the command line does not give them.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Extra keys: action name (`zoom`, `next_pane`, …) to key (`Z`, `Ctrl-N`, `F5`, …).
+    #[serde(default)]
+    pub keys: BTreeMap<String, String>,
+}
+
+/// `[theme]`.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ThemeConfig {
+    /// `false`: no colors (as `NO_COLOR`, which still wins when set).
+    pub color: Option<bool>,
+}
+
+/// `[defaults]`.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// `--tokenizer` of the explorer and replay.
+    pub tokenizer: Option<PathBuf>,
+    /// `--poll` of the explorer and `check --follow`.
+    pub poll: Option<u64>,
+    /// `--max-mask-fraction` of the explorer and `check --follow`.
+    pub max_mask_fraction: Option<f64>,
+    /// `--min-frozen`.
+    pub min_frozen: Option<usize>,
+    /// Generated tokens below this probability are "low" (default 0.1).
+    pub low_probability: Option<f64>,
+}
+
+/// A configuration that cannot be used, and where.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// A small file given by the user, read as the store's files are (never blocking on a FIFO).
+fn read_small(path: &Path) -> std::io::Result<String> {
+    let bytes = crate::store::open::read_argument_file(path, 1 << 20)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// A `[keys]` entry that names no action or no key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct KeyError(pub String);
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$VAR/tokscope` when `VAR` is set, else `~/fallback/tokscope` (macOS: Application Support).
+fn platform_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("tokscope"));
+    }
+    let home = home()?;
+    if cfg!(target_os = "macos") {
+        return Some(home.join("Library/Application Support/tokscope"));
+    }
+    Some(home.join(fallback).join("tokscope"))
+}
+
+/// Where the configuration file is looked for.
+pub fn config_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TOKSCOPE_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    Some(platform_dir("XDG_CONFIG_HOME", ".config")?.join("config.toml"))
+}
+
+/// Where the remembered state is kept.
+pub fn state_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TOKSCOPE_STATE").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    Some(platform_dir("XDG_STATE_HOME", ".local/state")?.join("state.json"))
+}
+
+impl Config {
+    /// The configuration at `path`; none when there is no such file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let error = |message: String| ConfigError {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = match read_small(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(error(e.to_string())),
+        };
+        let config: Config = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
+        config.keys().map_err(|KeyError(message)| error(message))?;
+        if let Some(p) = config.defaults.low_probability
+            && !(p > 0.0 && p < 1.0)
+        {
+            return Err(error(format!(
+                "low_probability = {p}: a probability between 0 and 1"
+            )));
+        }
+        if let Some(f) = config.defaults.max_mask_fraction
+            && !(0.0..=1.0).contains(&f)
+        {
+            return Err(error(format!(
+                "max_mask_fraction = {f}: a fraction between 0 and 1"
+            )));
+        }
+        if config.defaults.poll.is_some_and(|ms| ms < 50) {
+            return Err(error("poll: 50 ms or more".into()));
+        }
+        Ok(config)
+    }
+
+    /// The key overrides, checked: `(key, action)`.
+    pub fn keys(&self) -> Result<Vec<(String, Action)>, KeyError> {
+        self.keys
+            .iter()
+            .map(|(name, key)| {
+                let action = Action::named(name).ok_or_else(|| {
+                    KeyError(format!(
+                        "[keys] {name}: no such action (one of: {})",
+                        Action::ALL.map(Action::name).join(", ")
+                    ))
+                })?;
+                if !crate::ui::keys::is_key_name(key) {
+                    return Err(KeyError(format!(
+                        "[keys] {name} = {key:?}: not a key (a character, Ctrl-X, F1…F24, Space, Tab, Enter, Esc, PgUp, PgDn, Home, End)"
+                    )));
+                }
+                Ok((key.clone(), action))
+            })
+            .collect()
+    }
+
+    /// The theme: the file's choice, unless `NO_COLOR` says otherwise.
+    pub fn theme(&self) -> crate::ui::Theme {
+        let mut theme = crate::ui::Theme::from_env();
+        theme.color &= self.theme.color.unwrap_or(true);
+        theme
+    }
+}
+
+/// What is remembered of one set of stores.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct Remembered {
+    /// The selected rollout.
+    pub rollout: Option<String>,
+    /// The bottom-right tab: `inspector`, `gaps` or `graph`.
+    pub tab: Option<String>,
+    /// The token pane's mode: `ids`, `cells` or `prose`.
+    pub tokens: Option<String>,
+}
+
+/// The state file: what is remembered, by set of stores, the most recent last.
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub struct State {
+    /// The stores' canonical paths (one a line) and what was shown of them.
+    pub stores: Vec<(String, Remembered)>,
+}
+
+/// The key of a set of stores in the state file.
+pub fn stores_key(stores: &[PathBuf]) -> String {
+    stores
+        .iter()
+        .map(|s| {
+            s.canonicalize()
+                .unwrap_or_else(|_| s.clone())
+                .display()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// At most this many sets of stores are remembered (the state stays small).
+const REMEMBERED: usize = 64;
+
+impl State {
+    /// The state at `path` (empty when missing or unreadable: it is only a convenience).
+    pub fn load(path: &Path) -> State {
+        read_small(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    /// Write the state to `path` whole (a temporary file renamed over it).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let temporary = path.with_extension(format!("json.{}", std::process::id()));
+        std::fs::write(&temporary, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(&temporary, path)
+    }
+
+    /// What is remembered of the stores `key` names.
+    pub fn get(&self, key: &str) -> Option<&Remembered> {
+        self.stores.iter().find(|(k, _)| k == key).map(|(_, r)| r)
+    }
+
+    /// Remember `what` for `key` as the most recent, forgetting the least recent sets
+    /// beyond the limit.
+    pub fn remember(&mut self, key: String, what: Remembered) {
+        self.stores.retain(|(k, _)| *k != key);
+        self.stores.push((key, what));
+        let excess = self.stores.len().saturating_sub(REMEMBERED);
+        self.stores.drain(..excess);
+    }
+}
+
+fn tab_name(pane: Pane) -> &'static str {
+    match pane {
+        Pane::Gaps => "gaps",
+        Pane::Graph => "graph",
+        _ => "inspector",
+    }
+}
+
+fn token_text_name(mode: TokenText) -> &'static str {
+    match mode {
+        TokenText::Ids => "ids",
+        TokenText::Cells => "cells",
+        TokenText::Prose => "prose",
+    }
+}
+
+/// What the app shows now, to remember.
+pub fn remembered(app: &App) -> Remembered {
+    Remembered {
+        rollout: app
+            .list
+            .selected_rollout()
+            .map(|i| app.rollouts[i].rollout_id().to_owned())
+            .or_else(|| app.restore.clone()),
+        tab: Some(tab_name(app.detail).to_owned()),
+        tokens: Some(token_text_name(app.token_text).to_owned()),
+    }
+}
+
+/// Show what was remembered: the tab and the token mode at once, the rollout once listed.
+pub fn restore(app: &mut App, what: &Remembered) {
+    if let Some(tab) = &what.tab {
+        app.detail = match tab.as_str() {
+            "gaps" => Pane::Gaps,
+            "graph" => Pane::Graph,
+            _ => Pane::Inspector,
+        };
+    }
+    if app.detok.is_some()
+        && let Some(mode) = &what.tokens
+    {
+        app.token_text = match mode.as_str() {
+            "ids" => TokenText::Ids,
+            "prose" => TokenText::Prose,
+            _ => TokenText::Cells,
+        };
+    }
+    app.restore_rollout(what.rollout.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(&path)
+    }
+
+    #[test]
+    fn a_full_configuration_reads() {
+        let config = parse(
+            r#"
+            [theme]
+            color = false
+            [defaults]
+            tokenizer = "/models/tokenizer.json"
+            poll = 500
+            max_mask_fraction = 0.2
+            min_frozen = 5
+            low_probability = 0.05
+            [keys]
+            zoom = "Z"
+            next_pane = "Ctrl-N"
+            quit = "F10"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.theme.color, Some(false));
+        assert!(!config.theme().color);
+        assert_eq!(config.defaults.poll, Some(500));
+        assert_eq!(config.defaults.min_frozen, Some(5));
+        let keys = config.keys().unwrap();
+        assert!(keys.contains(&("Z".to_owned(), Action::Zoom)));
+        assert!(keys.contains(&("Ctrl-N".to_owned(), Action::NextPane)));
+        assert!(keys.contains(&("F10".to_owned(), Action::Quit)));
+    }
+
+    #[test]
+    fn mistakes_are_named_with_the_file() {
+        for (text, says) in [
+            ("[keys]\nfly = \"x\"", "no such action"),
+            ("[keys]\nzoom = \"Hyper-Z\"", "not a key"),
+            ("[defaults]\nlow_probability = 2.0", "between 0 and 1"),
+            ("[defaults]\npoll = 5", "50 ms"),
+            ("[defaults]\ncolour = true", "unknown field"),
+            ("not toml at all [", ""),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains("config.toml"), "{error}");
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        // No file: the defaults.
+        let missing = Config::load(Path::new("/nonexistent/tokscope/config.toml")).unwrap();
+        assert_eq!(missing, Config::default());
+    }
+
+    #[test]
+    fn state_round_trips_and_stays_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deep/state.json");
+        let mut state = State::load(&path);
+        assert!(state.stores.is_empty());
+        let what = Remembered {
+            rollout: Some("0-3-a1".into()),
+            tab: Some("gaps".into()),
+            tokens: Some("prose".into()),
+        };
+        state.remember("a".into(), what.clone());
+        for n in 0..100 {
+            state.remember(format!("z{n:03}"), Remembered::default());
+        }
+        state.remember("a".into(), what.clone());
+        state.save(&path).unwrap();
+        let again = State::load(&path);
+        assert!(again.stores.len() <= REMEMBERED);
+        assert_eq!(again.get("a"), Some(&what));
+        assert_eq!(again.get("z000"), None, "the least recent is forgotten");
+        std::fs::write(&path, "{garbage").unwrap();
+        assert!(State::load(&path).stores.is_empty());
+    }
+}
