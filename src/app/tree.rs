@@ -17,6 +17,9 @@ pub enum TreeRow {
         depth: usize,
         /// Number of descendants hidden because the node is collapsed.
         hidden: usize,
+        /// At a branch point: whether it is the last of its siblings (`None`: a root or the
+        /// only child, which continues its parent's line).
+        last_sibling: Option<bool>,
     },
     /// A record the build set aside (not a node).
     SetAside {
@@ -45,14 +48,16 @@ pub(crate) fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<
     let roots: Vec<usize> = (0..build.nodes.len())
         .filter(|&i| build.nodes[i].parent.is_none())
         .collect();
-    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|r| (r, 0)).collect();
-    while let Some((node, depth)) = stack.pop() {
+    let mut stack: Vec<(usize, usize, Option<bool>)> =
+        roots.into_iter().rev().map(|r| (r, 0, None)).collect();
+    while let Some((node, depth, last_sibling)) = stack.pop() {
         let children = &build.nodes[node].children;
         if collapsed.contains(&node) && !children.is_empty() {
             rows.push(TreeRow::Node {
                 node,
                 depth,
                 hidden: descendants(build, node),
+                last_sibling,
             });
             continue;
         }
@@ -60,10 +65,13 @@ pub(crate) fn tree_rows(build: &BuildOutput, collapsed: &HashSet<usize>) -> Vec<
             node,
             depth,
             hidden: 0,
+            last_sibling,
         });
-        let child_depth = if children.len() > 1 { depth + 1 } else { depth };
-        for &child in children.iter().rev() {
-            stack.push((child, child_depth));
+        let branch = children.len() > 1;
+        let child_depth = if branch { depth + 1 } else { depth };
+        for (k, &child) in children.iter().enumerate().rev() {
+            let last = branch.then_some(k + 1 == children.len());
+            stack.push((child, child_depth, last));
         }
     }
     for (record, fate) in build.fates.iter().enumerate() {
@@ -119,6 +127,15 @@ mod tests {
             })
             .collect();
         assert_eq!(depths, vec![0, 0, 1, 1]);
+        // The branch's first child hangs from ├, the last from └; the chain goes on with │.
+        let siblings: Vec<Option<bool>> = rows
+            .iter()
+            .map(|r| match r {
+                TreeRow::Node { last_sibling, .. } => *last_sibling,
+                TreeRow::SetAside { .. } => None,
+            })
+            .collect();
+        assert_eq!(siblings, vec![None, None, Some(false), Some(true)]);
         let collapsed: HashSet<usize> = [1].into();
         let rows = tree_rows(build, &collapsed);
         assert_eq!(rows.len(), 2);
@@ -127,7 +144,8 @@ mod tests {
             TreeRow::Node {
                 node: 1,
                 depth: 0,
-                hidden: 2
+                hidden: 2,
+                last_sibling: None,
             }
         );
         assert_eq!(build.chain_ending_at.iter().flatten().count(), 2);

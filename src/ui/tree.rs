@@ -58,16 +58,17 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 node,
                 depth,
                 hidden,
+                last_sibling,
             } => {
                 let call = &build.nodes[*node];
                 let record = &records[call.record];
                 let indent = "  ".repeat((*depth).min(12));
-                let glyph = if call.parent.is_none() {
-                    "◆"
-                } else if *depth > 0 {
-                    "└"
-                } else {
-                    "│"
+                // A branch's siblings hang from ├ and the last from └; a chain goes on with │.
+                let glyph = match (call.parent, last_sibling) {
+                    (None, _) => "◆",
+                    (Some(_), Some(false)) => "├",
+                    (Some(_), Some(true)) => "└",
+                    (Some(_), None) => "│",
                 };
                 let mut style = if build.on_main(*node) {
                     theme.good()
