@@ -2,7 +2,8 @@
 //! million tokens (delta records). Each step is a key as the user types it, then one frame
 //! drawn into a 200×50 test backend; the figure is the time of update + draw, per step.
 //!
-//! Run with `cargo bench --bench frames`. Target: every frame ≤ 16 ms.
+//! Run with `cargo bench --bench frames`. Target: every frame ≤ 16 ms. Searches over the whole
+//! chain (nothing found: every token looked at) are reported too; they run once per Enter.
 
 use std::time::{Duration, Instant};
 
@@ -39,7 +40,10 @@ fn main() {
     );
     let (width, height) = (200, 50);
     let viewport = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
-    let mut app = App::new(stores, analyses, VerdictOptions::default(), viewport);
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let detok = tokscope::detok::Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let mut app =
+        App::new(stores, analyses, VerdictOptions::default(), viewport).with_tokenizer(detok);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     let theme = tokscope::ui::Theme::from_env();
     let mut frame = |app: &mut App| -> Duration {
@@ -55,30 +59,54 @@ fn main() {
     };
     let first = frame(&mut app);
     println!("first frame: {:.1} ms", first.as_secs_f64() * 1e3);
-    let keys: Vec<(&str, KeyCode)> = vec![
-        ("tab → tree", KeyCode::Tab),
-        ("down", KeyCode::Down),
-        ("page down", KeyCode::PageDown),
-        ("end of the tree", KeyCode::Char('G')),
-        ("up", KeyCode::Up),
-        ("tab → tokens", KeyCode::Tab),
-        ("right", KeyCode::Right),
-        ("page down", KeyCode::PageDown),
-        ("end of the chain", KeyCode::Char('G')),
-        ("start of the chain", KeyCode::Char('g')),
-        ("next low-probability token", KeyCode::Char('n')),
-        ("tab → inspector", KeyCode::Tab),
-        ("end of the inspector", KeyCode::Char('G')),
-        ("tab → gaps", KeyCode::Tab),
-        ("tab → graph", KeyCode::Tab),
+    // Each step: the keys typed (a prompt's last key is Enter), then one frame.
+    let typed = |text: &str| -> Vec<KeyCode> {
+        text.chars()
+            .map(|c| {
+                if c == '\n' {
+                    KeyCode::Enter
+                } else {
+                    KeyCode::Char(c)
+                }
+            })
+            .collect()
+    };
+    let keys: Vec<(&str, Vec<KeyCode>)> = vec![
+        ("tab → tree", vec![KeyCode::Tab]),
+        ("down", vec![KeyCode::Down]),
+        ("page down", vec![KeyCode::PageDown]),
+        ("end of the tree", vec![KeyCode::Char('G')]),
+        ("up", vec![KeyCode::Up]),
+        ("search the tree (whole)", typed("/no-such-call\n")),
+        ("tab → tokens", vec![KeyCode::Tab]),
+        ("right", vec![KeyCode::Right]),
+        ("page down", vec![KeyCode::PageDown]),
+        ("end of the chain", vec![KeyCode::Char('G')]),
+        ("start of the chain", vec![KeyCode::Char('g')]),
+        ("next low-probability token", vec![KeyCode::Char('>')]),
+        ("search ids (whole chain)", typed("/4294967295 1\n")),
+        ("search text (whole chain)", typed("/zzqqxx\n")),
+        (":pos 500000", typed(":pos 500000\n")),
+        ("flowing text (T: cells → prose)", typed("T")),
+        ("down in flowing text", vec![KeyCode::Down]),
+        ("end in flowing text", vec![KeyCode::Char('G')]),
+        ("yank a call's tokens", typed("y")),
+        ("tab → inspector", vec![KeyCode::Tab]),
+        ("end of the inspector", vec![KeyCode::Char('G')]),
+        ("search the inspector", typed("/digest\n")),
+        ("tab → gaps", vec![KeyCode::Tab]),
+        ("tab → graph", vec![KeyCode::Tab]),
+        ("zoom", typed("f")),
     ];
     let mut worst = first;
-    for (name, code) in keys {
+    for (name, codes) in keys {
         let start = Instant::now();
-        if let Some(message) =
-            tokscope::ui::keys::message_for(&app, KeyEvent::new(code, KeyModifiers::NONE))
-        {
-            app.update(message);
+        for code in codes {
+            if let Some(message) =
+                tokscope::ui::keys::message_for(&app, KeyEvent::new(code, KeyModifiers::NONE))
+            {
+                app.update(message);
+            }
         }
         let update = start.elapsed();
         let draw = frame(&mut app);

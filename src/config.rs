@@ -122,7 +122,16 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(error(e.to_string())),
         };
-        let config: Config = toml::from_str(&text).map_err(|e| error(e.to_string()))?;
+        let config: Config = toml::from_str(&text).map_err(|e| {
+            // One line: where, and what (the error's own text draws a multi-line diagram).
+            let at = e.span().map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                format!("line {line}, column {column}: ")
+            });
+            error(format!("{}{}", at.unwrap_or_default(), e.message().trim()))
+        })?;
         config.keys().map_err(|KeyError(message)| error(message))?;
         if let Some(p) = config.defaults.low_probability
             && !(p > 0.0 && p < 1.0)
@@ -340,10 +349,11 @@ mod tests {
             ("[defaults]\nlow_probability = 2.0", "between 0 and 1"),
             ("[defaults]\npoll = 5", "50 ms"),
             ("[defaults]\ncolour = true", "unknown field"),
-            ("not toml at all [", ""),
+            ("not toml at all [", "line 1, column"),
         ] {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.contains("config.toml"), "{error}");
+            assert!(!error.contains('\n'), "one line: {error}");
             assert!(error.contains(says), "{text}: {error}");
         }
         // No file: the defaults.

@@ -28,11 +28,14 @@ fn main() -> ExitCode {
 
 fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     validate(&mut cli)?;
-    let config = match tokscope::config::config_path() {
-        Some(path) => tokscope::config::Config::load(&path)?,
-        None => tokscope::config::Config::default(),
+    // The configuration is the explorer's and the kill switch's: a mistake in it must not
+    // break `build`, `check` (a CI gate) or completions.
+    let load_config = || -> anyhow::Result<tokscope::config::Config> {
+        Ok(match tokscope::config::config_path() {
+            Some(path) => tokscope::config::Config::load(&path)?,
+            None => tokscope::config::Config::default(),
+        })
     };
-    let defaults = &config.defaults;
     if let Some(mib) = cli.input.max_line_mib {
         tokscope::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
@@ -50,6 +53,8 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             build(&stores, &args.rollouts, &options, args.format, &rows).map(|_| ExitCode::SUCCESS)
         }
         Some(Command::Check(mut args)) if args.follow => {
+            let config = load_config()?;
+            let defaults = &config.defaults;
             args.poll.poll = args.poll.poll.or(defaults.poll);
             args.alarm.max_mask_fraction =
                 args.alarm.max_mask_fraction.or(defaults.max_mask_fraction);
@@ -79,8 +84,16 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Some(Command::Replay(args)) => {
+            let config = load_config()?;
+            let defaults = &config.defaults;
             let options = Explore {
-                tokenizer: args.tokenizer.or(defaults.tokenizer.clone()),
+                // The configured tokenizer is for real stores; the demo has its own.
+                tokenizer: args.tokenizer.or_else(|| {
+                    defaults
+                        .tokenizer
+                        .clone()
+                        .filter(|_| !args.stores.is_empty())
+                }),
                 poll: None,
                 max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
                 min_frozen: args
@@ -97,6 +110,8 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             explore(stores, options, Start::Replay).map(ExitCode::from)
         }
         Some(Command::Demo(args)) => {
+            let config = load_config()?;
+            let defaults = &config.defaults;
             let options = Explore {
                 tokenizer: None,
                 poll: None,
@@ -124,6 +139,8 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
+            let config = load_config()?;
+            let defaults = &config.defaults;
             let args = cli.explore;
             let options = Explore {
                 // The configured tokenizer is for real stores; the demo has its own.

@@ -126,3 +126,57 @@ fn flowing_text_of_a_long_chain_shows_the_cursor_and_only_what_fits() {
     );
     insta::assert_snapshot!("prose_demo_mismatch_80x24", shown);
 }
+
+#[test]
+fn the_cursor_stays_on_screen_through_many_line_breaks() {
+    let assets = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let detok = Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let text: String = (0..40)
+        .map(|i| format!("w{i}z{}", "\n".repeat(8)))
+        .collect();
+    let prompt = detok.encode(&text);
+    let dir = tempfile::tempdir().unwrap();
+    Rollout {
+        id: "breaks".into(),
+        calls: vec![Call::root("breaks-c001", prompt.clone(), vec![1, 2], 1.0)],
+        frozen: true,
+        ..Rollout::default()
+    }
+    .write(dir.path())
+    .unwrap();
+    let stores = vec![dir.path().to_path_buf()];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    for size in [(80, 24), (120, 40)] {
+        let mut app = App::new(
+            stores.clone(),
+            analyses.clone(),
+            options.clone(),
+            common::viewport(size.0, size.1),
+        )
+        .with_tokenizer(Detokenizer::load(&assets.join("tokenizer.json")).unwrap());
+        key(&mut app, KeyCode::Enter);
+        key(&mut app, KeyCode::Tab);
+        keys(&mut app, "T");
+        assert_eq!(app.token_text, TokenText::Prose);
+        let values: Vec<i128> = prompt.iter().map(|&t| i128::from(t)).collect();
+        for i in (0..40).step_by(3) {
+            let marker = format!("w{i}z");
+            let at = (0..values.len())
+                .find(|&p| {
+                    detok
+                        .decode(&values[p..(p + 4).min(values.len())])
+                        .starts_with(&marker)
+                })
+                .expect("the marker's token");
+            keys(&mut app, &format!(":pos {at}"));
+            key(&mut app, KeyCode::Enter);
+            let shown = screen(&app);
+            assert!(
+                shown.contains(&marker),
+                "{size:?}: {marker} at {at}:\n{shown}"
+            );
+        }
+    }
+}

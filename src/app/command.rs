@@ -17,6 +17,8 @@ pub enum Command {
     Chain(usize),
     /// Replay only: `:N`, `:+seconds`, `:CALL-ID` (or `:replay …`) — jump in time.
     Replay(JumpTarget),
+    /// `:q` / `:quit` — leave, as `q` does.
+    Quit,
 }
 
 /// Why a command line was not understood.
@@ -53,6 +55,7 @@ impl Command {
                 JumpTarget::parse(rest)
                     .ok_or_else(|| CommandError(format!(":{word} needs a call or +seconds")))?,
             ),
+            "q" | "quit" | "q!" | "qa" => Command::Quit,
             "" => return Err(CommandError("empty command".into())),
             _ if rest.is_empty() => Command::Replay(
                 JumpTarget::parse(word).ok_or_else(|| CommandError("empty command".into()))?,
@@ -88,13 +91,15 @@ impl App {
                     (!view.show_chain(base, number - 1)).then_some(Notice::NoSuchChain(number))
                 });
             }
-            Command::Replay(target) => {
-                if self.replay.is_some() {
-                    self.jump(&target);
-                } else {
-                    self.message = Some(Notice::ReplayOnly);
+            Command::Quit => self.quit = true,
+            Command::Replay(target) => match (&target, &self.replay) {
+                (_, Some(_)) => self.jump(&target),
+                // Outside replay a bare word is a mistyped command, not a replay jump.
+                (JumpTarget::CallId(word), None) => {
+                    self.message = Some(Notice::BadCommand(format!("unknown command :{word}")));
                 }
-            }
+                (_, None) => self.message = Some(Notice::ReplayOnly),
+            },
         }
     }
 
@@ -174,5 +179,6 @@ mod tests {
         assert!(Command::parse("call").is_err());
         assert!(Command::parse("frobnicate now").is_err());
         assert!(Command::parse("").is_err());
+        assert_eq!(Command::parse("q"), Ok(Command::Quit));
     }
 }

@@ -219,6 +219,9 @@ pub struct App {
     pub keys: Vec<(String, Action)>,
     /// A rollout to select once it is listed (remembered from the last session).
     pub restore: Option<String>,
+    /// The user has pressed a key or used the mouse (until then the first row stays
+    /// selected while rollouts arrive, whatever order they are read in).
+    user_moved: bool,
     /// Text yanked, for the terminal loop to put on the clipboard.
     clipboard: Option<String>,
     /// The `/` search in effect (`n` / `N`).
@@ -289,6 +292,7 @@ impl App {
             search: None,
             keys: Vec::new(),
             restore: None,
+            user_moved: false,
             clipboard: None,
             message: None,
             viewport,
@@ -349,8 +353,16 @@ impl App {
         match message {
             Message::Action(action) => self.act(action),
             Message::Text(key) => self.on_text(key),
-            Message::Click { pane, row } => self.on_click(pane, row),
-            Message::Scroll { pane, delta } => self.on_scroll(pane, delta),
+            Message::Click { pane, row } => {
+                self.restore = None;
+                self.user_moved = true;
+                self.on_click(pane, row)
+            }
+            Message::Scroll { pane, delta } => {
+                self.restore = None;
+                self.user_moved = true;
+                self.on_scroll(pane, delta)
+            }
             Message::Resize(viewport) => self.resize(viewport),
             Message::InspectorMeasured(lines) => {
                 let Some(view) = &mut self.view else {
@@ -384,9 +396,16 @@ impl App {
         self.apply_restore();
     }
 
-    /// Select the rollout waiting to be restored, if it is listed now.
+    /// Select the rollout waiting to be restored, if it is listed now; with nothing to
+    /// restore and the user not moved yet, the first row.
     fn apply_restore(&mut self) {
-        let Some(id) = &self.restore else { return };
+        let Some(id) = &self.restore else {
+            if !self.user_moved && self.list.scroll.selected() != 0 {
+                self.list.scroll.select(0);
+                self.open_selected();
+            }
+            return;
+        };
         let Some(row) = self
             .list
             .rows
@@ -405,6 +424,7 @@ impl App {
         self.message = None;
         // The user moves: what the last session showed no longer matters.
         self.restore = None;
+        self.user_moved = true;
         if self.show_help && self.scroll_help(action) {
             return;
         }
@@ -452,12 +472,14 @@ impl App {
             }
             Action::Yank => self.yank(false),
             Action::YankText => self.yank(true),
-            Action::Mark => self.with_view(|view, _| {
+            Action::Mark if self.focus == Pane::Tokens => self.notice_from_view(|view, _| {
                 view.tokens.mark = match view.tokens.mark {
                     Some(_) => None,
                     None => Some(view.tokens.cursor),
                 };
+                Some(Notice::Mark(view.tokens.mark))
             }),
+            Action::Mark => self.message = Some(Notice::TokensOnly),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::MaskedOnly => {
@@ -564,116 +586,6 @@ impl App {
         {
             self.message = Some(notice);
         }
-    }
-
-    fn enter(&mut self) {
-        match self.focus {
-            Pane::List => self.focus = Pane::Tree,
-            Pane::Tree => self.show_divergence(),
-            Pane::Gaps => self.enter_gap(),
-            Pane::Graph => {
-                let line = self.view.as_ref().and_then(|view| {
-                    view.graph
-                        .get(view.graph_list.selected())
-                        .map(|l| l.call.clone())
-                });
-                match line {
-                    Some(Some(call)) => self.select_call(&call),
-                    Some(None) => self.message = Some(Notice::NotACall),
-                    None => {}
-                }
-            }
-            Pane::Tokens | Pane::Inspector => {}
-        }
-    }
-
-    /// Enter on a gap: its call in the tree; a read problem's record when one was read at its
-    /// line, else the problem itself, found in the inspector.
-    fn enter_gap(&mut self) {
-        let Some(gap) = self
-            .view
-            .as_ref()
-            .and_then(|view| view.gaps.get(view.gap_list.selected()).cloned())
-        else {
-            return;
-        };
-        if let Some(call) = &gap.call {
-            self.select_call(call);
-            return;
-        }
-        let crate::gaps::GapFact::ReadIssue(issue) = &gap.fact else {
-            self.message = Some(Notice::NotACall);
-            return;
-        };
-        let read_there = issue.at.and_then(|at| {
-            let analysis = self.shown()?;
-            let index = analysis
-                .capture
-                .record_lines
-                .iter()
-                .position(|l| l.line == at.line)?;
-            Some(analysis.capture.records[index].model_call_id.clone())
-        });
-        match read_there {
-            Some(call) => self.select_call(&call),
-            None => {
-                // The inspector lists every read problem: find this one there.
-                self.focus_pane(Pane::Inspector);
-                self.search = Some(search::Search::pending_in_inspector(issue.to_string()));
-            }
-        }
-    }
-
-    /// Select a call by id in the tree (and so in the token pane and inspector).
-    pub(crate) fn select_call(&mut self, call: &str) {
-        let Some(view) = &mut self.view else { return };
-        let Some(base) = self.details.get(view.index) else {
-            return;
-        };
-        match view.select_call(base, call) {
-            Ok(()) => self.focus = Pane::Tree,
-            Err(notice) => self.message = Some(notice),
-        }
-    }
-
-    /// The divergence of the selected call; from the token pane, of the call whose tokens
-    /// are under the cursor; from the gaps, of the gap's call.
-    fn show_divergence(&mut self) {
-        let call = match self.focus {
-            Pane::Tokens => self.call_at_cursor(),
-            Pane::Gaps => self.view.as_ref().and_then(|view| {
-                view.gaps
-                    .get(view.gap_list.selected())
-                    .and_then(|g| g.call.clone())
-            }),
-            _ => None,
-        };
-        if let Some(call) = call {
-            self.select_call(&call);
-        }
-        self.notice_from_view(RolloutView::show_divergence);
-        self.detail = Pane::Inspector;
-    }
-
-    /// The call whose tokens are under the token cursor (the chain's first call for the root
-    /// prompt).
-    fn call_at_cursor(&self) -> Option<String> {
-        let view = self.view.as_ref()?;
-        let analysis = self.shown()?;
-        let build = analysis.build.as_ref()?;
-        let provenance = view.tokens.provenance.as_ref()?;
-        let node = match provenance.segment_at(view.tokens.cursor)?.origin {
-            crate::rebuild::Origin::RootPrompt => {
-                build.chains.get(view.tokens.chain?)?.links.first()?.node
-            }
-            crate::rebuild::Origin::Interstitial { node }
-            | crate::rebuild::Origin::Generation { node } => node,
-        };
-        Some(
-            analysis.capture.records[build.record_of(node)]
-                .model_call_id
-                .clone(),
-        )
     }
 
     fn what_if(&mut self, options: VerdictOptions) {

@@ -1,6 +1,7 @@
-//! Moving around: focus, the moving keys in each pane, the mouse, and the help's scroll.
+//! Moving around: focus, the moving keys in each pane, the mouse, the help's scroll, and
+//! going to a call (Enter, the divergence).
 
-use super::{Action, App, Pane};
+use super::{Action, App, Notice, Pane, RolloutView, search};
 
 impl App {
     /// The moving keys scroll the help while it is shown; whether `action` was one.
@@ -139,5 +140,115 @@ impl App {
             Pane::Gaps => self.with_view(|view, _| view.gap_list.scroll_by(delta)),
             Pane::Graph => self.with_view(|view, _| view.graph_list.scroll_by(delta)),
         }
+    }
+    pub(super) fn enter(&mut self) {
+        match self.focus {
+            Pane::List => self.focus = Pane::Tree,
+            Pane::Tree => self.show_divergence(),
+            Pane::Gaps => self.enter_gap(),
+            Pane::Graph => {
+                let line = self.view.as_ref().and_then(|view| {
+                    view.graph
+                        .get(view.graph_list.selected())
+                        .map(|l| l.call.clone())
+                });
+                match line {
+                    Some(Some(call)) => self.select_call(&call),
+                    Some(None) => self.message = Some(Notice::NotACall),
+                    None => {}
+                }
+            }
+            Pane::Tokens | Pane::Inspector => {}
+        }
+    }
+
+    /// Enter on a gap: its call in the tree; a read problem's record when one was read at its
+    /// line, else the problem itself, found in the inspector.
+    pub(super) fn enter_gap(&mut self) {
+        let Some(gap) = self
+            .view
+            .as_ref()
+            .and_then(|view| view.gaps.get(view.gap_list.selected()).cloned())
+        else {
+            return;
+        };
+        if let Some(call) = &gap.call {
+            self.select_call(call);
+            return;
+        }
+        let crate::gaps::GapFact::ReadIssue(issue) = &gap.fact else {
+            self.message = Some(Notice::NotACall);
+            return;
+        };
+        let records_file = issue.file == crate::store::FileKind::Records;
+        let read_there = issue.at.filter(|_| records_file).and_then(|at| {
+            let analysis = self.shown()?;
+            let index = analysis
+                .capture
+                .record_lines
+                .iter()
+                .position(|l| l.line == at.line)?;
+            Some(analysis.capture.records[index].model_call_id.clone())
+        });
+        match read_there {
+            Some(call) => self.select_call(&call),
+            None => {
+                // The inspector lists every read problem: find this one there.
+                self.focus_pane(Pane::Inspector);
+                self.search = Some(search::Search::pending_in_inspector(issue.to_string()));
+            }
+        }
+    }
+
+    /// Select a call by id in the tree (and so in the token pane and inspector).
+    pub(crate) fn select_call(&mut self, call: &str) {
+        let Some(view) = &mut self.view else { return };
+        let Some(base) = self.details.get(view.index) else {
+            return;
+        };
+        match view.select_call(base, call) {
+            Ok(()) => self.focus = Pane::Tree,
+            Err(notice) => self.message = Some(notice),
+        }
+    }
+
+    /// The divergence of the selected call; from the token pane, of the call whose tokens
+    /// are under the cursor; from the gaps, of the gap's call.
+    pub(super) fn show_divergence(&mut self) {
+        let call = match self.focus {
+            Pane::Tokens => self.call_at_cursor(),
+            Pane::Gaps => self.view.as_ref().and_then(|view| {
+                view.gaps
+                    .get(view.gap_list.selected())
+                    .and_then(|g| g.call.clone())
+            }),
+            _ => None,
+        };
+        if let Some(call) = call {
+            self.select_call(&call);
+        }
+        self.notice_from_view(RolloutView::show_divergence);
+        self.detail = Pane::Inspector;
+    }
+
+    /// The call whose tokens are under the token cursor (the chain's first call for the root
+    /// prompt).
+    pub(super) fn call_at_cursor(&self) -> Option<String> {
+        let view = self.view.as_ref()?;
+        let analysis = self.shown()?;
+        let build = analysis.build.as_ref()?;
+        let provenance = view.tokens.provenance.as_ref()?;
+        let node = match provenance.segment_at(view.tokens.cursor)?.origin {
+            crate::rebuild::Origin::RootPrompt => {
+                build.chains.get(view.tokens.chain?)?.links.first()?.node
+            }
+            crate::rebuild::Origin::Interstitial { node }
+            | crate::rebuild::Origin::Generation { node } => node,
+        };
+        Some(
+            analysis.capture.records[build.record_of(node)]
+                .model_call_id
+                .clone(),
+        )
     }
 }

@@ -58,6 +58,10 @@ pub enum Notice {
     },
     /// The token pane now shows tokens this way.
     TokenText(super::TokenText),
+    /// The token mark was set at a position, or cleared.
+    Mark(Option<usize>),
+    /// A key that works in the token pane only.
+    TokensOnly,
     /// Nothing selected to copy.
     NothingToYank,
     /// Too large for the terminal's clipboard (bytes).

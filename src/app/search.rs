@@ -59,6 +59,69 @@ fn cycle(
     })
 }
 
+/// Where the id sequence `ids` starts in `values`.
+fn id_matches(values: &[TokenValue], ids: &[TokenValue]) -> Vec<usize> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    (0..values.len())
+        .filter(|&p| values[p] == ids[0] && values[p..].starts_with(ids))
+        .collect()
+}
+
+/// The tokens where a match of `query` (smart case) starts in the pieces' text.
+fn text_matches(
+    values: &[TokenValue],
+    query: &str,
+    detok: &crate::detok::Detokenizer,
+) -> Vec<usize> {
+    let fold = !query.chars().any(char::is_uppercase);
+    let query = if fold {
+        query.to_lowercase()
+    } else {
+        query.to_owned()
+    };
+    // The text and where each token's piece starts in it (folded piece by piece, so the
+    // offsets stay those of the folded text).
+    let mut text = String::new();
+    let mut offsets = Vec::with_capacity(values.len());
+    // Each distinct id decoded (and folded) once: a chain repeats its vocabulary.
+    let mut pieces: std::collections::HashMap<TokenValue, String> =
+        std::collections::HashMap::new();
+    for &value in values {
+        offsets.push(text.len());
+        let piece = pieces.entry(value).or_insert_with(|| {
+            let piece = detok.piece(value);
+            if fold { piece.to_lowercase() } else { piece }
+        });
+        text.push_str(piece);
+    }
+    let mut starts: Vec<usize> = text
+        .match_indices(query.as_str())
+        .map(|(at, _)| offsets.partition_point(|&o| o <= at).saturating_sub(1))
+        .collect();
+    starts.dedup();
+    starts
+}
+
+/// The first match after `cursor` (before it, backwards), wrapping once: the position and
+/// whether it wrapped.
+fn next_match(starts: &[usize], cursor: usize, forward: bool) -> Option<(usize, bool)> {
+    if forward {
+        let after = starts.partition_point(|&p| p <= cursor);
+        match starts.get(after) {
+            Some(&p) => Some((p, false)),
+            None => starts.first().map(|&p| (p, true)),
+        }
+    } else {
+        let before = starts.partition_point(|&p| p < cursor);
+        match before.checked_sub(1) {
+            Some(i) => Some((starts[i], false)),
+            None => starts.last().map(|&p| (p, true)),
+        }
+    }
+}
+
 impl App {
     /// Search the focused pane for `query` (an empty query ends the search).
     pub(super) fn start_search(&mut self, query: String) {
@@ -145,7 +208,8 @@ impl App {
         }
     }
 
-    /// Token pane: an id sequence when the query is numbers, else decoded text.
+    /// Token pane: an id sequence when the query is numbers, else decoded text (matched in
+    /// the tokens' pieces, so a match may start inside a token).
     fn token_step(&mut self, query: &str, forward: bool) -> Option<(usize, bool)> {
         let ids: Option<Vec<TokenValue>> = query
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -162,35 +226,14 @@ impl App {
             let Some(provenance) = &view.tokens.provenance else {
                 return;
             };
-            let tokens = &provenance.tokens;
-            let hit = |position: usize| match (&ids, &detok) {
-                (Some(ids), _) => ids
-                    .iter()
-                    .enumerate()
-                    .all(|(k, id)| tokens.value(position + k) == Some(*id)),
-                (None, Some(detok)) => {
-                    // Pieces from here until the text is as long as the query.
-                    let mut text = String::new();
-                    let mut at = position;
-                    while text.chars().count() < query.chars().count() {
-                        let Some(token) = tokens.value(at) else { break };
-                        text.push_str(&detok.piece(token));
-                        at += 1;
-                    }
-                    let lower_ok = matches(&text, query);
-                    lower_ok && {
-                        // The match starts in this token, not in a later one.
-                        let first = tokens
-                            .value(position)
-                            .map(|t| detok.piece(t))
-                            .unwrap_or_default();
-                        let rest: String = text.chars().skip(first.chars().count()).collect();
-                        !matches(&rest, query)
-                    }
-                }
-                (None, None) => false,
+            // One pass over the rope (a position lookup walks it: never once per token).
+            let values: Vec<TokenValue> = provenance.tokens.values().collect();
+            let starts: Vec<usize> = match (&ids, &detok) {
+                (Some(ids), _) => id_matches(&values, ids),
+                (None, Some(detok)) => text_matches(&values, query, detok),
+                (None, None) => Vec::new(),
             };
-            found = cycle(tokens.len(), view.tokens.cursor, forward, hit);
+            found = next_match(&starts, view.tokens.cursor, forward);
             if let Some((position, _)) = found {
                 view.tokens.set_cursor(position);
             }
@@ -263,6 +306,19 @@ mod tests {
         assert!(matches("Parent_Digest", "digest"));
         assert!(!matches("parent_digest", "Digest"));
         assert!(matches("Parent_Digest", "Digest"));
+    }
+
+    #[test]
+    fn token_matches_wrap_like_the_lists() {
+        assert_eq!(id_matches(&[1, 2, 3, 1, 2], &[1, 2]), vec![0, 3]);
+        assert_eq!(id_matches(&[1, 2], &[]), Vec::<usize>::new());
+        let starts = [0, 3, 7];
+        assert_eq!(next_match(&starts, 0, true), Some((3, false)));
+        assert_eq!(next_match(&starts, 7, true), Some((0, true)));
+        assert_eq!(next_match(&starts, 3, false), Some((0, false)));
+        assert_eq!(next_match(&starts, 0, false), Some((7, true)));
+        assert_eq!(next_match(&[], 0, true), None);
+        assert_eq!(next_match(&[4], 4, true), Some((4, true)));
     }
 
     #[test]

@@ -178,6 +178,8 @@ struct Builder<'a> {
     compactions_after: HashMap<(String, String), Vec<usize>>,
     /// Compactions drawn so far.
     drawn_compactions: HashSet<usize>,
+    /// The calls only verifiers name (computed once).
+    verifier_calls: std::collections::BTreeSet<ObservedCall>,
 }
 
 impl Builder<'_> {
@@ -195,7 +197,7 @@ impl Builder<'_> {
     fn is_verifiers(&self, reference: &CallRef) -> bool {
         self.obs
             .observed(reference)
-            .is_some_and(|call| self.obs.verifier_calls().contains(&call))
+            .is_some_and(|call| self.verifier_calls.contains(&call))
     }
 
     /// Attach the record behind the last line.
@@ -405,6 +407,7 @@ pub fn lines(obs: &Observations, analysis: &Analysis) -> Vec<GraphLine> {
         tool_cycles: obs.tool_cycles(),
         compactions_after: HashMap::new(),
         drawn_compactions: HashSet::new(),
+        verifier_calls: obs.verifier_calls(),
     };
     for (index, compaction) in obs.compactions.iter().enumerate() {
         let before = compaction.before.as_ref().and_then(|b| obs.resolve(b));

@@ -57,12 +57,11 @@ pub(crate) fn lines(
     let draw = |from: usize| render(app, chain, detok, theme, from, cursor, width, rows);
     let mut start = top.min(cursor);
     let mut drawn = draw(start);
-    if !drawn.reached {
+    if drawn.cursor_line.is_none() {
         start = cursor.saturating_sub(tokens.per_row());
         drawn = draw(start);
     }
-    // Near the end of the chain the text may not fill the pane: start earlier, as long as
-    // the cursor stays on screen.
+    // Near the end of the chain the text may not fill the pane: start earlier.
     let step = (tokens.per_row() * rows / 2).max(1);
     for _ in 0..8 {
         if drawn.filled || start == 0 {
@@ -70,19 +69,38 @@ pub(crate) fn lines(
         }
         start = start.saturating_sub(step);
         let earlier = draw(start);
-        if !earlier.reached {
+        if earlier.cursor_line.is_none() {
             break;
         }
         drawn = earlier;
     }
-    drawn.lines
+    // The cursor's line on screen: leading lines go while the rows up to it, as the pane
+    // wraps them (at words), are more than the pane holds.
+    let mut lines = drawn.lines;
+    if let Some(at) = drawn.cursor_line {
+        let height = |line: &Line<'static>| {
+            ratatui::widgets::Paragraph::new(line.clone())
+                .wrap(ratatui::widgets::Wrap { trim: false })
+                .line_count(u16::try_from(width).unwrap_or(u16::MAX))
+                .max(1)
+        };
+        let heights: Vec<usize> = lines[..=at].iter().map(height).collect();
+        let mut used: usize = heights.iter().sum();
+        let mut first = 0;
+        while used > rows && first < at {
+            used -= heights[first];
+            first += 1;
+        }
+        lines.drain(..first);
+    }
+    lines
 }
 
 /// Prose drawn from some token on.
 struct Drawn {
     lines: Vec<Line<'static>>,
-    /// The cursor's token is among them.
-    reached: bool,
+    /// The line the cursor's token is on, if drawn.
+    cursor_line: Option<usize>,
     /// They fill the rows.
     filled: bool,
 }
@@ -116,10 +134,20 @@ fn render(
     let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
     let mut used_rows = 0;
     let mut line_width: usize = 0;
-    let mut reached = false;
-    let mut position = start;
+    let mut cursor_line = None;
+    // Rows used when the cursor was drawn: a pane's worth more is drawn after it.
+    let mut cursor_rows = usize::MAX;
     let width = width.max(1);
-    while position < total && used_rows + line_width.div_ceil(width).max(1) <= rows + 1 {
+    // No more tokens than cells can be on screen: fetch them at once (a lookup by position
+    // walks the rope, so never once per token).
+    let end_of_window = total.min(start.saturating_add((rows + 1) * (width + 1) + RUN));
+    let window = provenance.tokens.values_range(start, end_of_window);
+    let chain_len = total;
+    let total = end_of_window;
+    let mut position = start;
+    while position < total
+        && used_rows + line_width.div_ceil(width).max(1) <= cursor_rows.saturating_add(rows + 1)
+    {
         let Some(segment) = provenance.segments.get(segment_index) else {
             break;
         };
@@ -138,7 +166,7 @@ fn render(
         };
         let kind = class(position);
         let mut end = position + 1;
-        while end < segment.range.1 && end - position < RUN && class(end) == kind {
+        while end < segment.range.1.min(total) && end - position < RUN && class(end) == kind {
             end += 1;
         }
         let mut style = match segment.origin {
@@ -154,10 +182,9 @@ fn render(
         }
         if kind.0 {
             style = style.patch(theme.cursor());
-            reached = true;
         }
-        let ids = provenance.tokens.values_range(position, end);
-        let mut text = printable(&detok.decode(&ids));
+        let ids = &window[position - start..end - start];
+        let mut text = printable(&detok.decode(ids));
         if text.is_empty() {
             // A token that decodes to nothing still shows where it is.
             text = "∅".into();
@@ -178,13 +205,20 @@ fn render(
                     .expect("a line")
                     .push(Span::styled(piece.to_owned(), style));
             }
+            if kind.0 && cursor_line.is_none() {
+                cursor_line = Some(lines.len() - 1);
+                cursor_rows = used_rows;
+            }
         }
         position = end;
     }
     let filled = used_rows + line_width.div_ceil(width) >= rows;
+    if cursor >= chain_len {
+        cursor_line = Some(0);
+    }
     Drawn {
         lines: lines.into_iter().map(Line::from).collect(),
-        reached: reached || cursor >= total,
+        cursor_line,
         filled,
     }
 }

@@ -143,6 +143,11 @@ pub(crate) fn notice(notice: &Notice) -> String {
                 "tokens: flowing text, whole characters (T: ids; j/k move by a row)".into()
             }
         },
+        Notice::Mark(Some(at)) => {
+            format!("mark at {at}: move, then y yanks the range (v again clears it)")
+        }
+        Notice::Mark(None) => "mark cleared".into(),
+        Notice::TokensOnly => "that key works in the token pane (Tab to it)".into(),
         Notice::NothingToYank => {
             "nothing to yank here (Y yanks decoded text with --tokenizer)".into()
         }

@@ -130,7 +130,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     legend.push(match (&app.detok, app.token_text) {
         (None, _) => Part::text(2, strings::HINT_NO_TOKENIZER, theme.dim())
             .or_text("--tokenizer decodes", theme.dim()),
-        (Some(_), TokenText::Ids) => Part::text(2, "T text", theme.dim()),
+        (Some(_), TokenText::Ids) => Part::text(2, "T decoded cells", theme.dim()),
         (Some(_), TokenText::Cells) => Part::text(2, "T flowing text", theme.dim()),
         (Some(_), TokenText::Prose) => Part::text(2, "T ids", theme.dim()),
     });
