@@ -94,6 +94,84 @@ pub enum GapFact {
     ToolSpanCycle(String),
 }
 
+/// What a gap says, as the gaps pane shows it (and search and yank see it).
+impl std::fmt::Display for GapFact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text: String = match self {
+            GapFact::ReadIssue(issue) => issue.to_string(),
+            GapFact::InFlight => "in flight: intent without a record yet".into(),
+            GapFact::Dangling => "dangling intent: dispatched, never recorded".into(),
+            GapFact::IncompleteFlag => {
+                "state flagged incomplete: some call failed to capture".into()
+            }
+            GapFact::SentinelLine => "listed in the incomplete sentinel".into(),
+            GapFact::ParentLink { note, claimed } => format!(
+                "{note} (claimed parent {})",
+                claimed.as_deref().unwrap_or("-")
+            ),
+            GapFact::ConflictingDuplicate => {
+                "duplicate_call_id_conflict: same id, different tokens".into()
+            }
+            GapFact::DeltaBroken => {
+                "delta_chain_unreconstructable: parent chain missing, cyclic or digest mismatch"
+                    .into()
+            }
+            GapFact::UnresolvedRetry => {
+                "retry sibling: nobody knows which generation the client kept".into()
+            }
+            GapFact::EmptyGeneration => "empty generation: no training signal, left out".into(),
+            GapFact::DroppedChain {
+                chain,
+                calls,
+                delivered_fraction,
+            } => format!(
+                "{chain} not delivered ({}); delivered fraction {:.1}%",
+                crate::text::count(*calls, "call", "calls"),
+                delivered_fraction * 100.0
+            ),
+            GapFact::Observation(gap) => {
+                let mut text = gap.code.clone();
+                if let Some(detail) = &gap.detail {
+                    text.push_str(&format!(": {detail}"));
+                }
+                for (label, value) in [
+                    ("invocation", &gap.invocation_id),
+                    ("span", &gap.span_id),
+                    ("agent", &gap.agent_instance),
+                ] {
+                    if let Some(value) = value {
+                        text.push_str(&format!(" [{label} {value}]"));
+                    }
+                }
+                text
+            }
+            GapFact::UnreadableRecord(problem) => format!("unreadable record: {problem}"),
+            GapFact::ReplacedRow(earlier) => {
+                format!("an earlier row for this rollout at {earlier} was replaced by this one")
+            }
+            GapFact::NoRow => "no rollout row names this rollout".into(),
+            GapFact::NoTokenRecord => "observed model call with no token record".into(),
+            GapFact::UnresolvedReference(call) => format!(
+                "observed model call ({call}) that no model call of the row resolves, so no \
+                 token record joins it"
+            ),
+            GapFact::AmbiguousReference(call) => {
+                format!(
+                    "a reference to {call} matches several model calls of the row: joined to none"
+                )
+            }
+            GapFact::UnidentifiedCall(index) => format!(
+                "model call #{} of the row has no model_call_id: no token record can join it",
+                index + 1
+            ),
+            GapFact::UnownedRecord => "token record that no invocation owns".into(),
+            GapFact::InvocationCycle(id) => format!("invocation {id} is on a parent cycle"),
+            GapFact::ToolSpanCycle(span) => format!("tool span {span} is on a parent-span cycle"),
+        };
+        f.write_str(&text)
+    }
+}
+
 impl GapFact {
     /// The kind of gap this fact is.
     pub fn kind(&self) -> GapKind {

@@ -138,12 +138,13 @@ fn search_in_the_tree_the_gaps_and_the_graph() {
     keys(&mut app, "p");
     let gaps = app.view.as_ref().unwrap().gaps.len();
     assert!(gaps > 1);
-    // The last gap's kind, as a word to look for.
-    let last = format!("{:?}", app.view.as_ref().unwrap().gaps[gaps - 1].fact);
+    // A word of the last gap as the pane shows it.
+    let last = app.view.as_ref().unwrap().gaps[gaps - 1].fact.to_string();
     let word: String = last
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect::<String>()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches(':')
         .to_lowercase();
     search(&mut app, &word);
     let view = app.view.as_ref().unwrap();
@@ -224,12 +225,35 @@ fn search_in_the_inspector_scrolls_to_the_line() {
     command(&mut app, "rollout 0-3-a1");
     keys(&mut app, "i");
     search(&mut app, "digest");
-    let search = app.search.as_ref().expect("a search");
-    let matches = search.inspector_matches.clone().expect("measured");
+    let found = app.search.as_ref().expect("a search");
+    let matches = found.inspector_matches.clone().expect("measured");
     assert!(!matches.is_empty());
     let top = app.view.as_ref().unwrap().inspector.top();
     assert!(matches.contains(&top), "{top} in {matches:?}");
     assert!(screen(&app).contains("digest"));
+    // n visits every match, even those below the last scrollable top, then wraps.
+    search(&mut app, "prefix");
+    let matches = app
+        .search
+        .as_ref()
+        .unwrap()
+        .inspector_matches
+        .clone()
+        .unwrap();
+    assert!(matches.len() >= 2, "{matches:?}");
+    let mut visited = vec![app.search.as_ref().unwrap().inspector_at];
+    for _ in 0..matches.len() {
+        keys(&mut app, "n");
+        visited.push(app.search.as_ref().unwrap().inspector_at);
+    }
+    assert_eq!(
+        visited.first(),
+        visited.last(),
+        "back to the first: {visited:?}"
+    );
+    let distinct: std::collections::HashSet<_> = visited.iter().collect();
+    assert_eq!(distinct.len(), matches.len(), "{visited:?}");
+    assert_eq!(app.message, Some(Notice::SearchWrapped(true)));
 }
 
 #[test]

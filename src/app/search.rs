@@ -17,6 +17,8 @@ pub struct Search {
     pub inspector_matches: Option<Vec<usize>>,
     /// Inspector only: go to the first match once the matches are measured.
     pub(super) pending: bool,
+    /// Inspector only: which of the matches is the current one.
+    pub inspector_at: Option<usize>,
 }
 
 impl Search {
@@ -27,6 +29,7 @@ impl Search {
             query,
             inspector_matches: None,
             pending: true,
+            inspector_at: None,
         }
     }
 }
@@ -134,6 +137,7 @@ impl App {
             query,
             inspector_matches: None,
             pending: self.focus == Pane::Inspector,
+            inspector_at: None,
         });
         if self.focus != Pane::Inspector {
             self.search_step(true);
@@ -175,15 +179,19 @@ impl App {
                 let mut found = None;
                 let graph = search.pane == Pane::Graph;
                 self.with_view(|view, _| {
+                    // What the pane shows, with the full call id.
                     let texts: Vec<String> = if graph {
                         view.graph
                             .iter()
-                            .map(|l| format!("{:?} {:?}", l.call, l.node))
+                            .map(|l| {
+                                let call = l.call.as_deref().unwrap_or_default();
+                                format!("{call} {}", crate::observe::graph::text::line_text(l))
+                            })
                             .collect()
                     } else {
                         view.gaps
                             .iter()
-                            .map(|g| format!("{:?} {:?}", g.call, g.fact))
+                            .map(|g| format!("{} {}", g.call.as_deref().unwrap_or("-"), g.fact))
                             .collect()
                     };
                     let list = if graph {
@@ -243,29 +251,23 @@ impl App {
 
     /// Inspector: the next measured match line below (or above) the top of the pane.
     fn inspector_step(&mut self, search: &Search, forward: bool) -> Option<(usize, bool)> {
-        let lines = search.inspector_matches.clone()?;
-        let mut found = None;
+        let lines = search.inspector_matches.clone().filter(|l| !l.is_empty())?;
+        // From the current match (not from the top: the last ones may sit below the last
+        // scrollable top, and `n` must still reach them and wrap).
+        let (index, wrapped) = match (search.inspector_at, forward) {
+            (Some(at), true) => ((at + 1) % lines.len(), at + 1 >= lines.len()),
+            (Some(at), false) => ((at + lines.len() - 1) % lines.len(), at == 0),
+            (None, _) => (0, false),
+        };
+        if let Some(search) = &mut self.search {
+            search.inspector_at = Some(index);
+        }
+        let line = lines[index];
         self.with_view(|view, _| {
             let top = view.inspector.top();
-            let next = if forward {
-                lines.iter().copied().find(|&l| l > top).map(|l| (l, false))
-            } else {
-                lines
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&l| l < top)
-                    .map(|l| (l, false))
-            };
-            found = next.or_else(|| {
-                let wrapped = if forward { lines.first() } else { lines.last() };
-                wrapped.map(|&l| (l, true))
-            });
-            if let Some((line, _)) = found {
-                view.inspector.move_by(line as isize - top as isize);
-            }
+            view.inspector.move_by(line as isize - top as isize);
         });
-        found
+        Some((line, wrapped))
     }
 
     /// Drawing measured where the inspector's matches are.
@@ -283,7 +285,9 @@ impl App {
                 let top = view.inspector.top();
                 let search = self.search.as_mut().expect("just set");
                 let lines = search.inspector_matches.as_ref().expect("just set");
-                if let Some(&first) = lines.iter().find(|&&l| l >= top) {
+                if let Some(index) = lines.iter().position(|&l| l >= top) {
+                    let first = lines[index];
+                    search.inspector_at = Some(index);
                     if let Some(view) = &mut self.view {
                         view.inspector.move_by(first as isize - top as isize);
                     }

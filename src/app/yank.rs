@@ -58,7 +58,10 @@ impl App {
                 let gap = view.gaps.get(view.gap_list.selected())?;
                 Some(match &gap.call {
                     Some(call) if !as_text => ("call id", call.clone()),
-                    _ => ("gap", format!("{:?}", gap.fact)),
+                    call => (
+                        "gap",
+                        format!("{} {}", call.as_deref().unwrap_or("-"), gap.fact),
+                    ),
                 })
             }),
             Pane::Graph => self.view.as_ref().and_then(|view| {

@@ -21,7 +21,7 @@ pub(crate) fn draw(
     area: Rect,
 ) -> (usize, Option<Vec<usize>>) {
     let block = detail_block(strings::TITLE_INSPECTOR.into(), app, theme);
-    let content = lines(app, theme);
+    let mut content = lines(app, theme);
     let matches = app
         .search
         .as_ref()
@@ -30,9 +30,18 @@ pub(crate) fn draw(
             let width = area.width.saturating_sub(2);
             let mut at = 0;
             let mut found = Vec::new();
-            for line in &content {
+            for line in &mut content {
                 let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
                 if crate::app::search::matches(&text, &search.query) {
+                    // The current match stands out; the others are marked.
+                    let current = search.inspector_at == Some(found.len());
+                    let mark = if current {
+                        theme.selected()
+                    } else {
+                        ratatui::style::Style::new()
+                            .add_modifier(ratatui::style::Modifier::UNDERLINED)
+                    };
+                    line.style = line.style.patch(mark);
                     found.push(at);
                 }
                 at += Paragraph::new(line.clone())

@@ -1,6 +1,8 @@
 //! The observation graph of one rollout, joined to its token records: lines for the graph
 //! pane, the join gaps, and the headless summary.
 
+pub mod text;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
