@@ -164,12 +164,21 @@ impl Config {
                         Action::ALL.map(Action::name).join(", ")
                     ))
                 })?;
-                if !crate::ui::keys::is_key_name(key) {
+                // Arrows by name too, as the help writes them (↑ ↓ ← →).
+                let key = match key.as_str() {
+                    "Up" => "↑",
+                    "Down" => "↓",
+                    "Left" => "←",
+                    "Right" => "→",
+                    other => other,
+                }
+                .to_owned();
+                if !crate::ui::keys::is_key_name(&key) {
                     return Err(KeyError(format!(
-                        "[keys] {name} = {key:?}: not a key (a character, Ctrl-X, F1…F24, Space, Tab, Enter, Esc, PgUp, PgDn, Home, End)"
+                        "[keys] {name} = {key:?}: not a key (a character, Ctrl-X, F1…F24, Space, Tab, Enter, Esc, PgUp, PgDn, Home, End, Up, Down, Left, Right)"
                     )));
                 }
-                Ok((key.clone(), action))
+                Ok((key, action))
             })
             .collect()
     }
@@ -328,6 +337,7 @@ mod tests {
             zoom = "Z"
             next_pane = "Ctrl-N"
             quit = "F10"
+            page_up = "Up"
             "#,
         )
         .unwrap();
@@ -339,6 +349,7 @@ mod tests {
         assert!(keys.contains(&("Z".to_owned(), Action::Zoom)));
         assert!(keys.contains(&("Ctrl-N".to_owned(), Action::NextPane)));
         assert!(keys.contains(&("F10".to_owned(), Action::Quit)));
+        assert!(keys.contains(&("↑".to_owned(), Action::PageUp)));
     }
 
     #[test]

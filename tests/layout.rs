@@ -78,8 +78,9 @@ fn bars_drop_whole_facts_at_every_width() {
         assert!(status.ends_with("q quit"), "{width}: {status}");
         assert!(status.contains("? help"), "{width}: {status}");
         if width >= 200 {
+            // Wide: the other facts get room (the reasons beyond two give way first).
             assert!(
-                !health.contains('…') && !health.contains("more"),
+                !health.contains('…') && health.contains("calls/s"),
                 "{health}"
             );
         }

@@ -55,6 +55,8 @@ pub enum Notice {
         what: &'static str,
         /// Its length in characters.
         chars: usize,
+        /// Its beginning, to see what was copied.
+        start: String,
     },
     /// The token pane now shows tokens this way.
     TokenText(super::TokenText),

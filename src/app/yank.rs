@@ -81,6 +81,7 @@ impl App {
                 let notice = Notice::Yanked {
                     what,
                     chars: text.chars().count(),
+                    start: text.chars().take(48).collect(),
                 };
                 self.clipboard = Some(text);
                 notice

@@ -64,7 +64,10 @@ fn mode_badge(app: &App, theme: Theme) -> Option<Part> {
             (strings::READING_FOR_REPLAY.to_owned(), theme.dim())
         } else if live.paused {
             (
-                format!("❚❚ PAUSED · {} waiting ", thousands(live.pending.len())),
+                format!(
+                    "❚❚ PAUSED · {} held ",
+                    count(live.pending.len(), "change", "changes")
+                ),
                 theme.heading().patch(theme.selected()),
             )
         } else if live.ready {
@@ -101,18 +104,19 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
     }
     // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
     parts.push(Part::text(
-        2,
+        1,
         count(t.rollouts, "rollout", "rollouts"),
         Style::default(),
     ));
-    let masked_share = percent(t.frozen_masked, t.frozen);
+    let share = if t.frozen == 0 {
+        "none frozen yet".to_owned()
+    } else {
+        format!("{:.0}% of frozen", percent(t.frozen_masked, t.frozen))
+    };
     parts.push(
         Part::text(
             0,
-            format!(
-                "{} masked ({masked_share:.0}% of frozen)",
-                thousands(t.masked)
-            ),
+            format!("{} masked ({share})", thousands(t.masked)),
             theme.problem(),
         )
         .or_text(format!("{} masked", thousands(t.masked)), theme.problem()),
@@ -208,10 +212,15 @@ pub(crate) fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             ],
         )
     } else {
-        // Fewer reasons, then only the count: shortened whole, never cut inside a name.
+        // Fewer reasons, then only the count: shortened whole, never cut inside a name. Past
+        // the first two, the reasons give way before the other facts.
+        let rank = |shown: usize| if shown > 2 { 3 } else { 0 };
         (0..reasons.len()).rev().fold(
-            Part::spans(0, reasons_form(&reasons, reasons.len(), theme)),
-            |part, shown| part.or(reasons_form(&reasons, shown, theme)),
+            Part::spans(
+                rank(reasons.len()),
+                reasons_form(&reasons, reasons.len(), theme),
+            ),
+            |part, shown| part.or_at(rank(shown), reasons_form(&reasons, shown, theme)),
         )
     };
     let decisions: Vec<String> = h

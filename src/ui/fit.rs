@@ -8,10 +8,9 @@ use ratatui::text::{Line, Span};
 
 /// One part of a bar.
 pub(crate) struct Part {
-    /// Its forms, longest first.
-    forms: Vec<Vec<Span<'static>>>,
-    /// 0 for what must stay; larger numbers go first.
-    rank: u8,
+    /// Its forms, longest first, each with its rank: 0 for what must stay, larger numbers
+    /// are shortened (to the next form) or left out first.
+    forms: Vec<(u8, Vec<Span<'static>>)>,
     /// No separator after it (a badge that carries its own spacing).
     badge: bool,
 }
@@ -25,15 +24,21 @@ impl Part {
     /// A part made of spans.
     pub(crate) fn spans(rank: u8, spans: Vec<Span<'static>>) -> Part {
         Part {
-            forms: vec![spans],
-            rank,
+            forms: vec![(rank, spans)],
             badge: false,
         }
     }
 
-    /// A shorter form of the part, used before leaving it out (add the longest first).
-    pub(crate) fn or(mut self, spans: Vec<Span<'static>>) -> Part {
-        self.forms.push(spans);
+    /// A shorter form of the part, used before leaving it out (add the longest first); it
+    /// keeps the part's rank.
+    pub(crate) fn or(self, spans: Vec<Span<'static>>) -> Part {
+        let rank = self.forms.last().map_or(0, |(rank, _)| *rank);
+        self.or_at(rank, spans)
+    }
+
+    /// A shorter form with its own rank: a long form can go early while a short one stays.
+    pub(crate) fn or_at(mut self, rank: u8, spans: Vec<Span<'static>>) -> Part {
+        self.forms.push((rank, spans));
         self
     }
 
@@ -62,7 +67,7 @@ pub(crate) fn fit(parts: Vec<Part>, separator: Span<'static>, max: usize) -> Lin
         let mut joint = 0;
         for (part, form) in parts.iter().zip(chosen) {
             if let Some(form) = form {
-                sum += joint + width(&part.forms[*form]);
+                sum += joint + width(&part.forms[*form].1);
                 joint = if part.badge { 0 } else { separator.width() };
             }
         }
@@ -71,10 +76,11 @@ pub(crate) fn fit(parts: Vec<Part>, separator: Span<'static>, max: usize) -> Lin
     while total(&chosen) > max {
         // The least important part still shown (the later of equals): shorten it, else
         // leave it out; the must-stay parts are only shortened.
+        let rank = |i: usize, form: usize| parts[i].forms[form].0;
         let candidate = (0..parts.len())
             .filter_map(|i| chosen[i].map(|form| (i, form)))
-            .filter(|&(i, form)| parts[i].rank > 0 || form + 1 < parts[i].forms.len())
-            .max_by_key(|&(i, _)| (parts[i].rank, i));
+            .filter(|&(i, form)| rank(i, form) > 0 || form + 1 < parts[i].forms.len())
+            .max_by_key(|&(i, form)| (rank(i, form), i));
         let Some((i, form)) = candidate else { break };
         chosen[i] = (form + 1 < parts[i].forms.len()).then_some(form + 1);
     }
@@ -86,7 +92,13 @@ pub(crate) fn fit(parts: Vec<Part>, separator: Span<'static>, max: usize) -> Lin
                 spans.push(separator.clone());
             }
             joint = !part.badge;
-            spans.extend(part.forms.into_iter().nth(*form).unwrap_or_default());
+            spans.extend(
+                part.forms
+                    .into_iter()
+                    .nth(*form)
+                    .map(|(_, spans)| spans)
+                    .unwrap_or_default(),
+            );
         }
     }
     Line::from(clip_spans(spans, max))
@@ -167,6 +179,24 @@ mod tests {
         let cut = fit(parts(), sep(), 12);
         assert_eq!(text(&cut), "tokscope 3 …");
         assert_eq!(cut.width(), 12);
+    }
+
+    #[test]
+    fn a_long_form_can_go_before_a_less_important_part() {
+        let style = Style::default();
+        let parts = || {
+            vec![
+                Part::text(3, "reasons a, b, c, d", style).or_at(0, vec![Span::raw("a, +3")]),
+                Part::text(1, "calls/s", style),
+            ]
+        };
+        let sep = || Span::raw(" · ");
+        // Too narrow for both long: the long reasons go first (rank 3), calls/s stays.
+        assert_eq!(text(&fit(parts(), sep(), 20)), "a, +3 · calls/s");
+        assert_eq!(
+            text(&fit(parts(), sep(), 40)),
+            "reasons a, b, c, d · calls/s"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     };
     let block = detail_block(
-        format!("{} ({})", strings::TITLE_GRAPH, view.graph.len()),
+        format!("{} ({})", strings::TAB_GRAPH, view.graph.len()),
         app,
         theme,
     );

@@ -18,7 +18,7 @@ const COLUMN: usize = 56;
 /// A heading and its lines.
 type Section = (&'static str, Vec<(String, &'static str)>);
 
-fn sections() -> Vec<Section> {
+fn sections(app: &App) -> Vec<Section> {
     let bindings = |scope: Scope| {
         BINDINGS
             .iter()
@@ -26,7 +26,7 @@ fn sections() -> Vec<Section> {
             .map(|b| (b.keys.join(" "), b.help))
             .collect::<Vec<_>>()
     };
-    vec![
+    let mut all = vec![
         ("everywhere", bindings(Scope::Global)),
         ("rollout list", bindings(Scope::List)),
         ("chain tree", bindings(Scope::Tree)),
@@ -39,7 +39,23 @@ fn sections() -> Vec<Section> {
                 .map(|(what, help)| ((*what).to_owned(), *help))
                 .collect(),
         ),
-    ]
+    ];
+    if !app.keys.is_empty() {
+        // The configuration's keys, which come before the built-in ones.
+        let yours = app
+            .keys
+            .iter()
+            .map(|(key, action)| {
+                let help = BINDINGS
+                    .iter()
+                    .find(|b| b.action == *action)
+                    .map_or("", |b| b.help);
+                (key.clone(), help)
+            })
+            .collect();
+        all.insert(0, ("your keys (config.toml)", yours));
+    }
+    all
 }
 
 fn lines(sections: &[Section], width: usize, theme: Theme) -> Vec<Line<'static>> {
@@ -62,7 +78,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) -> (usize, usize)
     let area = frame.area();
     let width = area.width.min(124);
     let inner_width = usize::from(width.saturating_sub(2));
-    let all = sections();
+    let all = sections(app);
     // Two columns when each can be wide enough, split where the sections balance.
     let columns: Vec<Vec<Line<'static>>> = if inner_width >= 2 * COLUMN {
         let split = 2;

@@ -103,6 +103,28 @@ pub(crate) fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'s
         .title(Span::styled(format!(" {title} "), theme.border(focused)))
 }
 
+/// A pane title fitted to the pane: its ` · `-separated facts are left out from the last,
+/// whole, never cut inside a word.
+pub(crate) fn fit_title(title: &str, area: ratatui::layout::Rect) -> String {
+    let parts = title
+        .split(" · ")
+        .enumerate()
+        .map(|(i, part)| {
+            fit::Part::text(
+                u8::try_from(i).unwrap_or(u8::MAX),
+                part,
+                ratatui::style::Style::new(),
+            )
+        })
+        .collect();
+    let room = usize::from(area.width.saturating_sub(4));
+    fit::fit(parts, Span::raw(" · "), room)
+        .spans
+        .iter()
+        .map(|s| s.content.as_ref())
+        .collect()
+}
+
 /// The bottom-right pane's block, titled with the tab strip of the three panes that share
 /// the place: each with its key, the shown one highlighted and titled `title`.
 pub(crate) fn detail_block(title: String, app: &App, theme: Theme) -> Block<'static> {

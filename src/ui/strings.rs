@@ -130,10 +130,17 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::NoSuchRollout(id) => format!("no rollout {id} (nor a single one containing it)"),
         Notice::NoSuchChain(n) => format!("this rollout has no chain {n}"),
         Notice::BadCommand(why) => format!("{why} — {COMMANDS}"),
-        Notice::Yanked { what, chars } => format!(
-            "yanked {what} ({}) to the clipboard (OSC 52)",
-            crate::text::count(*chars, "character", "characters")
-        ),
+        Notice::Yanked { what, chars, start } => {
+            let shown = if start.chars().count() < *chars {
+                format!("{start}…")
+            } else {
+                start.clone()
+            };
+            format!(
+                "yanked {what} ({}): {shown}",
+                crate::text::count(*chars, "character", "characters")
+            )
+        }
         Notice::TokenText(mode) => match mode {
             crate::app::TokenText::Ids => "tokens: ids (T: decoded cells)".into(),
             crate::app::TokenText::Cells => {

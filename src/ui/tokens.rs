@@ -64,19 +64,16 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let rid = analysis.rollout_id();
     let chain = &build.chains[chain];
     let total = provenance.tokens.len();
-    let block = pane_block(
-        format!(
-            "{} · {} ({} of {}) · {} · {}",
-            strings::TITLE_TOKENS,
-            chain.chain_id,
-            view.tokens.chain.map_or(0, |c| c + 1),
-            build.chains.len(),
-            crate::text::count(chain.links.len(), "call", "calls"),
-            crate::text::count(total, "token", "tokens")
-        ),
-        focused,
-        theme,
+    let title = format!(
+        "{} · {} ({} of {}) · {} · {}",
+        strings::TITLE_TOKENS,
+        chain.chain_id,
+        view.tokens.chain.map_or(0, |c| c + 1),
+        build.chains.len(),
+        crate::text::count(chain.links.len(), "call", "calls"),
+        crate::text::count(total, "token", "tokens")
     );
+    let block = pane_block(super::fit_title(&title, area), focused, theme);
     let call = |node: usize| short_call(&records[build.record_of(node)].model_call_id, rid);
     // Long and short descriptions of where a token comes from.
     let describe = |origin: Origin| match origin {

@@ -43,7 +43,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             ""
         }
     );
-    let block = pane_block(title, focused, theme);
+    let block = pane_block(super::fit_title(&title, area), focused, theme);
     let first_at = records
         .iter()
         .map(|r| r.created_at)
