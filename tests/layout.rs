@@ -64,7 +64,12 @@ fn bars_drop_whole_facts_at_every_width() {
             );
         }
         // A reason is named whole or not at all: no word is the start of a code only.
-        for word in health.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        let reasons = health
+            .split("masked or at risk: ")
+            .nth(1)
+            .and_then(|rest| rest.split(" · ").next())
+            .unwrap_or_default();
+        for word in reasons.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
             let cut = codes
                 .iter()
                 .any(|code| code.starts_with(word) && code.len() > word.len() && word.len() > 2);
