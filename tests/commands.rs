@@ -76,6 +76,7 @@ fn command_line_goes_to_rollouts_calls_positions_and_chains() {
     command(&mut app, "rollout 0-0-a0");
     assert_eq!(app.shown().unwrap().rollout_id(), "0-0-a0");
     assert!(!app.list.masked_only);
+    assert_eq!(app.message, Some(Notice::FiltersCleared));
     command(&mut app, "rollout 0-3-a1");
     assert_eq!(app.shown().unwrap().rollout_id(), "0-3-a1");
     // A call by its short id, as the tree shows it.
@@ -342,6 +343,12 @@ fn divergence_from_the_token_pane_and_from_a_gap() {
         assert_eq!(Some(selected_call(&app)), gaps[at].call.clone());
         assert_eq!(app.detail, Pane::Inspector);
     }
+    // A rollout without a build: d says why there is nothing to compare.
+    let mut app = fixture();
+    command(&mut app, "rollout 0-18-a0");
+    keys(&mut app, "p");
+    keys(&mut app, "d");
+    assert_eq!(app.message, Some(Notice::NoBuild));
 }
 
 #[test]

@@ -121,6 +121,7 @@ impl App {
             self.list.masked_only = false;
             self.list.reason = None;
             self.refresh_list();
+            self.message = Some(Notice::FiltersCleared);
         }
         if let Some(row) = self.list.rows.iter().position(|&i| i == index) {
             self.list.scroll.select(row);

@@ -60,6 +60,10 @@ pub enum Notice {
     },
     /// The token pane now shows tokens this way.
     TokenText(super::TokenText),
+    /// The rollout has no build (its records could not be read): nothing to compare.
+    NoBuild,
+    /// The list's filters were cleared to show the rollout asked for.
+    FiltersCleared,
     /// The token mark was set at a position, or cleared.
     Mark(Option<usize>),
     /// A key that works in the token pane only.

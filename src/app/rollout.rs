@@ -402,11 +402,13 @@ impl RolloutView {
 
     /// Where the selected call's prompt leaves its recorded parent's tokens.
     pub(crate) fn show_divergence(&mut self, base: &Analysis) -> Option<Notice> {
+        let analysis = shown(&self.what_if, base);
+        let Some(build) = analysis.build.as_ref() else {
+            return Some(Notice::NoBuild);
+        };
         let Some(node) = self.selected_node() else {
             return Some(Notice::SelectACall);
         };
-        let analysis = shown(&self.what_if, base);
-        let build = analysis.build.as_ref()?;
         self.divergence = divergence(&analysis.capture.records, build, node);
         self.divergence.is_none().then_some(Notice::NoDivergence)
     }

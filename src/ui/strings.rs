@@ -154,6 +154,11 @@ pub(crate) fn notice(notice: &Notice) -> String {
             format!("mark at {at}: move, then y yanks the range (v again clears it)")
         }
         Notice::Mark(None) => "mark cleared".into(),
+        Notice::NoBuild => {
+            "no build, so no divergence: the records could not be read (the inspector says why)"
+                .into()
+        }
+        Notice::FiltersCleared => "the list's filters were cleared to show it".into(),
         Notice::TokensOnly => "that key works in the token pane (Tab to it)".into(),
         Notice::NothingToYank => {
             "nothing to yank here (Y yanks decoded text with --tokenizer)".into()
