@@ -96,6 +96,9 @@ pub struct Analysis {
     pub mask_sample: bool,
     /// Whether the capture is incomplete.
     pub incomplete: bool,
+    /// Intents without a record (calls in flight), counted once: the screen asks every
+    /// frame, and counting means hashing every record's id.
+    pub open_intents: usize,
     /// Every reason the rollout is masked, most fundamental first.
     pub reasons: Vec<MaskReason>,
     /// Live, frozen or retired.
@@ -124,6 +127,7 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         error: None,
         mask_sample: true,
         incomplete: false,
+        open_intents: capture.open_intents().len(),
         reasons: Vec::new(),
         lifecycle,
         verdict: Verdict::Masked,
@@ -341,7 +345,7 @@ impl Analysis {
         LiveStatus::of(
             self.lifecycle,
             &self.reasons,
-            self.capture.open_intents().len(),
+            self.open_intents,
             self.mask_sample,
         )
     }
