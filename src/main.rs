@@ -101,7 +101,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                     .min_frozen
                     .or(defaults.min_frozen)
                     .unwrap_or(DEFAULT_MIN_FROZEN),
-                no_watch: true,
+                no_watch: false,
                 rows: cli.input.rows,
                 config,
                 remember: true,
@@ -254,7 +254,9 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
     let options = VerdictOptions::default();
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let size = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
-    let watch_live = start == Start::Explore && !args.no_watch;
+    // Replay watches the store too: its changes are held while replaying and shown when `R`
+    // leaves replay for the store as it is now.
+    let watch_live = !args.no_watch;
     let mut rows_message = None;
     // Exploring, the watcher reads the store (in the background, summaries for all, full
     // analyses for what is looked at); replay needs every rollout's records up front.
@@ -287,7 +289,7 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
             },
         );
         let mut app = tokscope::app::App::new_live(stores.clone(), options.clone(), size);
-        app.live.watching = false;
+        app.live.watching = watch_live;
         app.update(tokscope::app::Message::Store(summaries));
         app.replay_on(
             tokscope::live::replay::Replay::from_times(locations, times, options.clone())
@@ -304,23 +306,21 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
     if start == Start::Replay {
         app.start_replay();
     }
-    let watch = (start == Start::Explore).then(|| {
-        tokscope::live::watch::watch(
-            stores,
-            tokscope::live::watch::WatchOptions {
-                mode: match args.poll {
-                    _ if !watch_live => tokscope::live::watch::WatchMode::Once,
-                    Some(ms) => {
-                        tokscope::live::watch::WatchMode::Poll(std::time::Duration::from_millis(ms))
-                    }
-                    None => tokscope::live::watch::WatchMode::Events,
-                },
-                verdict: options,
-                rows: args.rows.clone(),
-                ..Default::default()
+    let watch = Some(tokscope::live::watch::watch(
+        stores,
+        tokscope::live::watch::WatchOptions {
+            mode: match args.poll {
+                _ if !watch_live => tokscope::live::watch::WatchMode::Once,
+                Some(ms) => {
+                    tokscope::live::watch::WatchMode::Poll(std::time::Duration::from_millis(ms))
+                }
+                None => tokscope::live::watch::WatchMode::Events,
             },
-        )
-    });
+            verdict: options,
+            rows: args.rows.clone(),
+            ..Default::default()
+        },
+    ));
     let config = &args.config;
     app.keys = config.keys().unwrap_or_default();
     if let Some(p) = config.defaults.low_probability {

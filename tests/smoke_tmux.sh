@@ -71,6 +71,15 @@ sleep 0.5
 [ ! -e "$demo_dir" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "smoke: $demo_dir left behind"; }
 tmux kill-session -t "$session" 2>/dev/null || true
 
+# Replay watches the store too: R leaves replay for the store as it is now, live.
+tmux new-session -d -s "$session" -x 120 -y 40 "$bin replay; echo EXITED-\$?; sleep 5"
+expect "REPLAY call 1/"
+tmux send-keys -t "$session" R
+expect "● LIVE"
+tmux send-keys -t "$session" q
+expect "EXITED-0"
+tmux kill-session -t "$session" 2>/dev/null || true
+
 # A lost terminal (with SIGHUP ignored, as under nohup): the explorer ends instead of spinning.
 tmux new-session -d -s "$session" -x 120 -y 40 "sh -c \"trap '' HUP; exec $bin\""
 expect "VERDICT"
