@@ -84,48 +84,26 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Some(Command::Replay(args)) => {
-            let config = load_config()?;
-            let defaults = &config.defaults;
-            let options = Explore {
-                // The configured tokenizer is for real stores; the demo has its own.
-                tokenizer: args.tokenizer.or_else(|| {
-                    defaults
-                        .tokenizer
-                        .clone()
-                        .filter(|_| !args.stores.is_empty())
-                }),
+            let given = Given {
+                tokenizer: args.tokenizer,
+                stores: !args.stores.is_empty(),
                 poll: None,
-                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
-                min_frozen: args
-                    .alarm
-                    .min_frozen
-                    .or(defaults.min_frozen)
-                    .unwrap_or(DEFAULT_MIN_FROZEN),
+                alarm: args.alarm,
                 no_watch: false,
-                rows: cli.input.rows,
-                config,
-                remember: true,
             };
+            let options = Explore::resolve(given, load_config()?, cli.input.rows);
             let (stores, options) = with_demo_tokenizer(args.stores, options);
             explore(stores, options, Start::Replay).map(ExitCode::from)
         }
         Some(Command::Demo(args)) => {
-            let config = load_config()?;
-            let defaults = &config.defaults;
-            let options = Explore {
+            let given = Given {
                 tokenizer: None,
+                stores: false,
                 poll: None,
-                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
-                min_frozen: args
-                    .alarm
-                    .min_frozen
-                    .or(defaults.min_frozen)
-                    .unwrap_or(DEFAULT_MIN_FROZEN),
+                alarm: args.alarm,
                 no_watch: false,
-                rows: cli.input.rows,
-                config,
-                remember: true,
             };
+            let options = Explore::resolve(given, load_config()?, cli.input.rows);
             demo(args.pace, options).map(ExitCode::from)
         }
         Some(Command::Completions(args)) => {
@@ -139,29 +117,15 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
-            let config = load_config()?;
-            let defaults = &config.defaults;
             let args = cli.explore;
-            let options = Explore {
-                // The configured tokenizer is for real stores; the demo has its own.
-                tokenizer: args.tokenizer.or_else(|| {
-                    defaults
-                        .tokenizer
-                        .clone()
-                        .filter(|_| !cli.stores.is_empty())
-                }),
-                poll: args.poll.poll.or(defaults.poll),
-                max_mask_fraction: args.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
-                min_frozen: args
-                    .alarm
-                    .min_frozen
-                    .or(defaults.min_frozen)
-                    .unwrap_or(DEFAULT_MIN_FROZEN),
+            let given = Given {
+                tokenizer: args.tokenizer,
+                stores: !cli.stores.is_empty(),
+                poll: args.poll.poll,
+                alarm: args.alarm,
                 no_watch: args.no_watch,
-                rows: cli.input.rows,
-                config,
-                remember: true,
             };
+            let options = Explore::resolve(given, load_config()?, cli.input.rows);
             let (stores, options) = with_demo_tokenizer(cli.stores, options);
             explore(stores, options, Start::Explore).map(ExitCode::from)
         }
@@ -226,6 +190,40 @@ struct Explore {
 }
 
 use tokscope::app::follow::DEFAULT_MIN_FROZEN;
+
+/// What the command line gave the explorer (before the configuration's defaults).
+struct Given {
+    tokenizer: Option<PathBuf>,
+    /// Stores were named (the demo store otherwise, which keeps its own tokenizer).
+    stores: bool,
+    poll: Option<u64>,
+    alarm: cli::AlarmArgs,
+    no_watch: bool,
+}
+
+impl Explore {
+    /// The explorer's options: the command line's, else the configuration's defaults.
+    fn resolve(given: Given, config: tokscope::config::Config, rows: Vec<PathBuf>) -> Explore {
+        let defaults = &config.defaults;
+        Explore {
+            // The configured tokenizer is for real stores; the demo has its own.
+            tokenizer: given
+                .tokenizer
+                .or_else(|| defaults.tokenizer.clone().filter(|_| given.stores)),
+            poll: given.poll.or(defaults.poll),
+            max_mask_fraction: given.alarm.max_mask_fraction.or(defaults.max_mask_fraction),
+            min_frozen: given
+                .alarm
+                .min_frozen
+                .or(defaults.min_frozen)
+                .unwrap_or(DEFAULT_MIN_FROZEN),
+            no_watch: given.no_watch,
+            rows,
+            config,
+            remember: true,
+        }
+    }
+}
 
 /// How the explorer starts.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -64,6 +64,13 @@ fn selected_call(app: &App) -> String {
         .clone()
 }
 
+/// The ids of the chain the token pane shows.
+fn chain_values(app: &App) -> Vec<i128> {
+    let view = app.view.as_ref().expect("a rollout open");
+    let provenance = view.tokens.provenance.as_ref().expect("a chain shown");
+    provenance.tokens.values().collect()
+}
+
 fn cursor(app: &App) -> usize {
     app.view.as_ref().unwrap().tokens.cursor
 }
@@ -193,15 +200,7 @@ fn search_tokens_by_ids_and_by_decoded_text() {
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.focus, Pane::Tokens);
-    let provenance = app
-        .view
-        .as_ref()
-        .unwrap()
-        .tokens
-        .provenance
-        .clone()
-        .unwrap();
-    let values: Vec<i128> = provenance.tokens.values().collect();
+    let values = chain_values(&app);
     // An id sequence, found where it first occurs after the cursor.
     let wanted = &values[40..43];
     let line: Vec<String> = wanted.iter().map(ToString::to_string).collect();
@@ -289,15 +288,7 @@ fn yank_payloads() {
     keys(&mut app, "v");
     command(&mut app, "pos 6");
     keys(&mut app, "y");
-    let provenance = app
-        .view
-        .as_ref()
-        .unwrap()
-        .tokens
-        .provenance
-        .clone()
-        .unwrap();
-    let values: Vec<i128> = provenance.tokens.values().collect();
+    let values = chain_values(&app);
     let ids: Vec<String> = values[3..=6].iter().map(ToString::to_string).collect();
     assert_eq!(app.take_clipboard(), Some(ids.join(" ")));
     keys(&mut app, "Y");
