@@ -254,6 +254,17 @@ fn search_in_the_inspector_scrolls_to_the_line() {
     let distinct: std::collections::HashSet<_> = visited.iter().collect();
     assert_eq!(distinct.len(), matches.len(), "{visited:?}");
     assert_eq!(app.message, Some(Notice::SearchWrapped(true)));
+    // Another rollout: the current match starts again from the top.
+    keys(&mut app, "n");
+    command(&mut app, "rollout 0-21-a2");
+    keys(&mut app, "i");
+    let found = app.search.as_ref().unwrap();
+    let top = app.view.as_ref().unwrap().inspector.top();
+    let first = found
+        .inspector_matches
+        .as_ref()
+        .and_then(|m| m.iter().position(|&l| l >= top));
+    assert_eq!(found.inspector_at, first);
 }
 
 #[test]

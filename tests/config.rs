@@ -77,6 +77,10 @@ fn the_last_session_is_restored_once_its_rollout_is_listed() {
     app.update(Message::Store(events));
     let selected = app.list.rows[app.list.scroll.selected()];
     assert_eq!(app.rollouts[selected].rollout_id(), "0-21-a2");
+    // Later batches keep it.
+    app.update(Message::Store(vec![tokscope::live::StoreEvent::Ready]));
+    let selected = app.list.rows[app.list.scroll.selected()];
+    assert_eq!(app.rollouts[selected].rollout_id(), "0-21-a2");
     let again = remembered(&app);
     assert_eq!(again.rollout.as_deref(), Some("0-21-a2"));
     assert_eq!(again.tab.as_deref(), Some("graph"));

@@ -180,3 +180,49 @@ fn the_cursor_stays_on_screen_through_many_line_breaks() {
         }
     }
 }
+
+#[test]
+fn the_cursor_stays_on_screen_in_text_without_line_breaks() {
+    let assets = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let detok = Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    // Long tokens (wider than a cell) and no line break: one line of many rows.
+    let long: Vec<(u64, String)> = (0..50_000u64)
+        .filter_map(|id| {
+            let piece = detok.decode(&[i128::from(id)]);
+            (piece.len() >= 10 && piece.chars().all(|c| c.is_ascii_alphabetic() || c == ' '))
+                .then_some((id, piece))
+        })
+        .take(6)
+        .collect();
+    assert!(long.len() == 6, "long tokens: {long:?}");
+    let mut prompt = vec![long[0].0; 3000];
+    let markers = [100, 300, 700, 1500, 2900];
+    for (k, &at) in markers.iter().enumerate() {
+        prompt[at] = long[k + 1].0;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    Rollout {
+        id: "flat".into(),
+        calls: vec![Call::root("flat-c001", prompt, vec![1, 2], 1.0)],
+        frozen: true,
+        ..Rollout::default()
+    }
+    .write(dir.path())
+    .unwrap();
+    let stores = vec![dir.path().to_path_buf()];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app = App::new(stores, analyses, options, common::viewport(80, 24))
+        .with_tokenizer(Detokenizer::load(&assets.join("tokenizer.json")).unwrap());
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Tab);
+    keys(&mut app, "T");
+    for (k, &at) in markers.iter().enumerate() {
+        keys(&mut app, &format!(":pos {at}"));
+        key(&mut app, KeyCode::Enter);
+        let shown = screen(&app);
+        let marker = long[k + 1].1.trim();
+        assert!(shown.contains(marker), "{marker} at {at}:\n{shown}");
+    }
+}

@@ -44,7 +44,21 @@ impl Live {
     /// Hold `events` back (paused, or replaying); `false` when they are to be applied now.
     pub(crate) fn hold(&mut self, events: &mut Vec<StoreEvent>, replaying: bool) -> bool {
         if replaying || self.paused {
-            self.pending.append(events);
+            for event in events.drain(..) {
+                // Only a rollout's latest summary or analysis matters: held events stay as
+                // many as the rollouts, however long the pause or the replay lasts.
+                let replaces = |held: &StoreEvent| match (held, &event) {
+                    (StoreEvent::Updated(a), StoreEvent::Updated(b)) => a.location == b.location,
+                    (StoreEvent::Detail(a), StoreEvent::Detail(b)) => {
+                        a.capture.location == b.capture.location
+                    }
+                    _ => false,
+                };
+                match self.pending.iter().position(replaces) {
+                    Some(at) => self.pending[at] = event,
+                    None => self.pending.push(event),
+                }
+            }
             return true;
         }
         false

@@ -415,6 +415,8 @@ impl App {
             return;
         };
         self.restore = None;
+        // What the last session showed counts as the user's choice: later batches keep it.
+        self.user_moved = true;
         self.list.scroll.select(row);
         self.open_selected();
     }

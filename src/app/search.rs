@@ -279,6 +279,14 @@ impl App {
             return false;
         }
         search.inspector_matches = Some(lines);
+        // Other lines (another rollout, a resize): the current match is the first at or below
+        // the top again.
+        search.inspector_at = None;
+        if let (false, Some(view)) = (search.pending, &self.view) {
+            let top = view.inspector.top();
+            let lines = search.inspector_matches.as_deref().unwrap_or_default();
+            search.inspector_at = lines.iter().position(|&l| l >= top);
+        }
         if std::mem::take(&mut search.pending) {
             // The first match at or below the top.
             if let Some(view) = &self.view {

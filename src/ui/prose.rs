@@ -74,16 +74,24 @@ pub(crate) fn lines(
         }
         drawn = earlier;
     }
+    let height = |line: &Line<'static>| {
+        ratatui::widgets::Paragraph::new(line.clone())
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .line_count(u16::try_from(width).unwrap_or(u16::MAX))
+            .max(1)
+    };
+    // A line too long for the pane (text without line breaks): start just before the
+    // cursor, so the cursor is near the start of its line.
+    if drawn
+        .cursor_line
+        .is_some_and(|at| height(&drawn.lines[at]) > rows)
+    {
+        drawn = draw(cursor.saturating_sub((tokens.per_row() / 2).max(1)));
+    }
     // The cursor's line on screen: leading lines go while the rows up to it, as the pane
     // wraps them (at words), are more than the pane holds.
     let mut lines = drawn.lines;
     if let Some(at) = drawn.cursor_line {
-        let height = |line: &Line<'static>| {
-            ratatui::widgets::Paragraph::new(line.clone())
-                .wrap(ratatui::widgets::Wrap { trim: false })
-                .line_count(u16::try_from(width).unwrap_or(u16::MAX))
-                .max(1)
-        };
         let heights: Vec<usize> = lines[..=at].iter().map(height).collect();
         let mut used: usize = heights.iter().sum();
         let mut first = 0;
