@@ -93,6 +93,33 @@ fn split_characters_appear_whole_in_flowing_text() {
     assert!(!shown.contains('\u{FFFD}'), "{shown}");
     // Line breaks in the text are line breaks on screen, marked.
     assert!(shown.contains("text.⏎"), "{shown}");
+    // Search finds what the pieces alone cannot: characters split across tokens.
+    let values: Vec<i128> = {
+        let view = app.view.as_ref().unwrap();
+        view.tokens
+            .provenance
+            .as_ref()
+            .unwrap()
+            .tokens
+            .values()
+            .collect()
+    };
+    for wanted in ["🦀", "漢字", "👩‍💻", "東京 🚀"] {
+        key(&mut app, KeyCode::Home);
+        keys(&mut app, "/");
+        keys(&mut app, wanted);
+        key(&mut app, KeyCode::Enter);
+        let at = app.view.as_ref().unwrap().tokens.cursor;
+        let detok = app.detok.clone().unwrap();
+        let around = detok.decode(&values[at..(at + 6).min(values.len())]);
+        assert!(around.contains(wanted), "{wanted}: at {at} {around:?}");
+        assert!(
+            !detok
+                .decode(&values[at + 1..(at + 6).min(values.len())])
+                .contains(wanted),
+            "{wanted}: the match starts at {at}"
+        );
+    }
     // T again: back to ids.
     keys(&mut app, "T");
     assert_eq!(app.token_text, TokenText::Ids);

@@ -72,39 +72,87 @@ fn id_matches(values: &[TokenValue], ids: &[TokenValue]) -> Vec<usize> {
         .collect()
 }
 
-/// The tokens where a match of `query` (smart case) starts in the pieces' text.
-fn text_matches(
+/// Tokens decoded together when searching text: runs, so a character split across
+/// byte-level tokens is whole; the overlap finds a match across two chunks.
+const TEXT_CHUNK: usize = 256;
+const TEXT_OVERLAP: usize = 32;
+
+/// The token where the next (or previous) match of `query` (smart case) in the decoded text
+/// starts, wrapping once, and whether it wrapped. The text is decoded a chunk at a time from
+/// the cursor on, so a search costs the text up to the match.
+fn next_text(
     values: &[TokenValue],
     query: &str,
     detok: &crate::detok::Detokenizer,
-) -> Vec<usize> {
+    cursor: usize,
+    forward: bool,
+) -> Option<(usize, bool)> {
     let fold = !query.chars().any(char::is_uppercase);
     let query = if fold {
         query.to_lowercase()
     } else {
         query.to_owned()
     };
-    // The text and where each token's piece starts in it (folded piece by piece, so the
-    // offsets stay those of the folded text).
-    let mut text = String::new();
-    let mut offsets = Vec::with_capacity(values.len());
-    // Each distinct id decoded (and folded) once: a chain repeats its vocabulary.
-    let mut pieces: std::collections::HashMap<TokenValue, String> =
-        std::collections::HashMap::new();
-    for &value in values {
-        offsets.push(text.len());
-        let piece = pieces.entry(value).or_insert_with(|| {
-            let piece = detok.piece(value);
-            if fold { piece.to_lowercase() } else { piece }
-        });
-        text.push_str(piece);
+    if query.is_empty() || values.is_empty() {
+        return None;
     }
-    let mut starts: Vec<usize> = text
-        .match_indices(query.as_str())
-        .map(|(at, _)| offsets.partition_point(|&o| o <= at).saturating_sub(1))
-        .collect();
-    starts.dedup();
-    starts
+    let decode = |ids: &[TokenValue]| {
+        let text = detok.decode(ids);
+        if fold { text.to_lowercase() } else { text }
+    };
+    // The matches starting in chunk `c` (tokens c·CHUNK…), in order.
+    let starts_in = |c: usize| -> Vec<usize> {
+        let begin = c * TEXT_CHUNK;
+        let end = (begin + TEXT_CHUNK).min(values.len());
+        let ids = &values[begin..(end + TEXT_OVERLAP).min(values.len())];
+        let text = decode(ids);
+        let mut starts = Vec::new();
+        for (offset, _) in text.match_indices(query.as_str()) {
+            // The last token whose text starts at or before the match.
+            let (mut low, mut high) = (0, ids.len());
+            while low + 1 < high {
+                let mid = (low + high) / 2;
+                if decode(&ids[..mid]).len() <= offset {
+                    low = mid;
+                } else {
+                    high = mid;
+                }
+            }
+            let token = begin + low;
+            if token < end && starts.last() != Some(&token) {
+                starts.push(token);
+            }
+        }
+        starts
+    };
+    let chunks = values.len().div_ceil(TEXT_CHUNK);
+    let home = cursor.min(values.len() - 1) / TEXT_CHUNK;
+    for step in 0..=chunks {
+        let (c, wrapped) = if forward {
+            ((home + step) % chunks, home + step >= chunks)
+        } else {
+            ((home + chunks * 2 - step) % chunks, step > home)
+        };
+        // In the cursor's chunk: first what lies past the cursor; after a full turn, the
+        // rest (the cursor's own token included, as the lists do).
+        let accept = |t: usize| match (forward, step) {
+            (true, 0) => t > cursor,
+            (false, 0) => t < cursor,
+            (true, s) if s == chunks => t <= cursor,
+            (false, s) if s == chunks => t >= cursor,
+            _ => true,
+        };
+        let starts = starts_in(c);
+        let pick = if forward {
+            starts.into_iter().find(|&t| accept(t))
+        } else {
+            starts.into_iter().rev().find(|&t| accept(t))
+        };
+        if let Some(token) = pick {
+            return Some((token, wrapped));
+        }
+    }
+    None
 }
 
 /// The first match after `cursor` (before it, backwards), wrapping once: the position and
@@ -236,12 +284,12 @@ impl App {
             };
             // One pass over the rope (a position lookup walks it: never once per token).
             let values: Vec<TokenValue> = provenance.tokens.values().collect();
-            let starts: Vec<usize> = match (&ids, &detok) {
-                (Some(ids), _) => id_matches(&values, ids),
-                (None, Some(detok)) => text_matches(&values, query, detok),
-                (None, None) => Vec::new(),
+            let cursor = view.tokens.cursor;
+            found = match (&ids, &detok) {
+                (Some(ids), _) => next_match(&id_matches(&values, ids), cursor, forward),
+                (None, Some(detok)) => next_text(&values, query, detok, cursor, forward),
+                (None, None) => None,
             };
-            found = next_match(&starts, view.tokens.cursor, forward);
             if let Some((position, _)) = found {
                 view.tokens.set_cursor(position);
             }
@@ -331,6 +379,53 @@ mod tests {
         assert_eq!(next_match(&starts, 0, false), Some((7, true)));
         assert_eq!(next_match(&[], 0, true), None);
         assert_eq!(next_match(&[4], 4, true), Some((4, true)));
+    }
+
+    #[test]
+    fn text_matches_across_chunks_both_ways_and_wrapping() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tokenizer.json");
+        let detok = crate::detok::Detokenizer::load(&path).unwrap();
+        let text: String = (0..400)
+            .map(|i| {
+                if i % 97 == 50 {
+                    "the Needle here ".to_owned()
+                } else {
+                    format!("w{i} ")
+                }
+            })
+            .collect();
+        let values: Vec<TokenValue> = detok.encode(&text).into_iter().map(i128::from).collect();
+        assert!(values.len() > 2 * TEXT_CHUNK, "{} tokens", values.len());
+        // Every match, found by walking forward, each where its text starts.
+        let mut found = Vec::new();
+        let mut cursor = 0;
+        while let Some((at, wrapped)) = next_text(&values, "needle", &detok, cursor, true) {
+            if wrapped {
+                break;
+            }
+            let tail = detok.decode(&values[at..]).to_lowercase();
+            assert!(tail.trim_start().starts_with("needle"), "{at}: {tail:.20}");
+            found.push(at);
+            cursor = at;
+        }
+        assert_eq!(found.len(), 4, "{found:?}");
+        // Backwards from the end, the same in reverse; wrapping both ways.
+        let last = values.len() - 1;
+        assert_eq!(
+            next_text(&values, "needle", &detok, last, false),
+            Some((found[3], false))
+        );
+        assert_eq!(
+            next_text(&values, "needle", &detok, found[3], true),
+            Some((found[0], true))
+        );
+        assert_eq!(
+            next_text(&values, "needle", &detok, found[0], false),
+            Some((found[3], true))
+        );
+        // Smart case: a capital asks for it.
+        assert!(next_text(&values, "NEEDLE", &detok, 0, true).is_none());
+        assert!(next_text(&values, "Needle", &detok, 0, true).is_some());
     }
 
     #[test]
