@@ -241,11 +241,22 @@ pub(crate) fn draw_health(frame: &mut Frame, app: &App, theme: Theme, area: Rect
     let parts = vec![
         Part::text(0, " ", theme.dim()).badge(),
         reasons_part,
+        // The whole minute of activity is the first to go; its last seconds stay.
         Part::spans(
-            1,
+            4,
             vec![
                 label("calls/s "),
                 Span::styled(sparkline(&h.calls_per_second), theme.good()),
+            ],
+        )
+        .or_at(
+            1,
+            vec![
+                label("calls/s "),
+                Span::styled(
+                    sparkline(&h.calls_per_second[h.calls_per_second.len().saturating_sub(12)..]),
+                    theme.good(),
+                ),
             ],
         ),
         Part::spans(2, vec![label("parents: "), Span::raw(decisions.join(", "))]),
