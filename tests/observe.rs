@@ -29,13 +29,7 @@ fn gap_texts(analysis: &Analysis) -> Vec<String> {
     tokscope::observe::graph::rollout_gaps(analysis)
         .iter()
         .filter(|g| matches!(g.kind(), GapKind::Observation | GapKind::Join))
-        .map(|g| {
-            format!(
-                "{} {}",
-                g.call.clone().unwrap_or_default(),
-                tokscope::ui::gaps::describe(&g.fact)
-            )
-        })
+        .map(|g| format!("{} {}", g.call.clone().unwrap_or_default(), g.fact))
         .collect()
 }
 

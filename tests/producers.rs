@@ -54,7 +54,7 @@ fn every_row_attaches_and_nothing_is_dropped_without_a_message() {
         assert!(
             !gaps
                 .iter()
-                .any(|g| tokscope::ui::gaps::describe(&g.fact).contains("no rollout row")),
+                .any(|g| g.fact.to_string().contains("no rollout row")),
             "{}: {gaps:?}",
             analysis.rollout_id()
         );
@@ -329,8 +329,7 @@ fn bundle_gaps_copied_into_the_trajectory_are_listed_once() {
     let listed = gaps
         .iter()
         .filter(|g| {
-            g.kind() == GapKind::Observation
-                && tokscope::ui::gaps::describe(&g.fact).starts_with("no_sandbox_runtime")
+            g.kind() == GapKind::Observation && g.fact.to_string().starts_with("no_sandbox_runtime")
         })
         .count();
     assert_eq!(listed, 1, "{gaps:?}");
@@ -396,9 +395,8 @@ fn a_rerun_row_replaces_the_earlier_one() {
     assert_eq!(obs.tool_calls.len(), 2, "the later row's tools");
     let gaps = tokscope::observe::graph::rollout_gaps(find(&analyses, "3-0"));
     assert!(
-        gaps.iter().any(
-            |g| tokscope::ui::gaps::describe(&g.fact).contains("rollouts.jsonl:5 was replaced")
-        ),
+        gaps.iter()
+            .any(|g| g.fact.to_string().contains("rollouts.jsonl:5 was replaced")),
         "{gaps:?}"
     );
 }
@@ -411,7 +409,9 @@ fn rows_without_a_trajectory_join_through_the_capture() {
     assert_eq!(text.matches("[in main]").count(), 3, "{text}");
     let gaps = tokscope::observe::graph::rollout_gaps(projection_failed);
     assert!(
-        gaps.iter().any(|g| tokscope::ui::gaps::describe(&g.fact)
+        gaps.iter().any(|g| g
+            .fact
+            .to_string()
             .starts_with("trajectory_projection_failed: ValidationError")),
         "{gaps:?}"
     );

@@ -41,6 +41,42 @@ fn squeezed(screen: &str) -> String {
     out
 }
 
+/// A store of one frozen rollout `id` with one call, written into `store`, open in an app of
+/// `size` decoding with `detok`, the token pane focused and switched to flowing text.
+fn one_call_in_prose(
+    store: &Path,
+    id: &str,
+    prompt: Vec<u64>,
+    generation: Vec<u64>,
+    size: (u16, u16),
+    detok: Detokenizer,
+) -> App {
+    Rollout {
+        id: id.into(),
+        calls: vec![Call::root(
+            &format!("{id}-c001"),
+            prompt,
+            generation,
+            1_790_000_000.0,
+        )],
+        frozen: true,
+        ..Rollout::default()
+    }
+    .write(store)
+    .unwrap();
+    let stores = vec![store.to_path_buf()];
+    let options = VerdictOptions::default();
+    let analyses =
+        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
+    let mut app =
+        App::new(stores, analyses, options, common::viewport(size.0, size.1)).with_tokenizer(detok);
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Tab);
+    // T: decoded cells → flowing text.
+    keys(&mut app, "T");
+    app
+}
+
 const PROMPT: &str = "The crab 🦀 sorts 漢字 and naïve café 👩‍💻 text.\nSecond line: 🎉!";
 const ANSWER: &str = "Done: 東京 🚀 ok.";
 
@@ -67,24 +103,14 @@ fn split_characters_appear_whole_in_flowing_text() {
     assert!(pieces.contains('�'), "nothing split: {pieces}");
     let store = dir.path().join("store");
     std::fs::create_dir(&store).unwrap();
-    Rollout {
-        id: "emoji".into(),
-        calls: vec![Call::root("emoji-c001", prompt, answer, 1_790_000_000.0)],
-        frozen: true,
-        ..Rollout::default()
-    }
-    .write(&store)
-    .unwrap();
-    let stores = vec![store];
-    let options = VerdictOptions::default();
-    let analyses =
-        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
-    let mut app = App::new(stores, analyses, options, common::viewport(120, 40))
-        .with_tokenizer(deepseek(dir.path()));
-    key(&mut app, KeyCode::Enter);
-    key(&mut app, KeyCode::Tab);
-    // T: decoded cells → flowing text.
-    keys(&mut app, "T");
+    let mut app = one_call_in_prose(
+        &store,
+        "emoji",
+        prompt,
+        answer,
+        (120, 40),
+        deepseek(dir.path()),
+    );
     assert_eq!(app.token_text, TokenText::Prose);
     let shown = squeezed(&screen(&app));
     for whole in ["🦀", "漢字", "naïve café", "👩‍💻", "🎉", "東京", "🚀"] {
@@ -162,30 +188,17 @@ fn the_cursor_stays_on_screen_through_many_line_breaks() {
         .map(|i| format!("w{i}z{}", "\n".repeat(8)))
         .collect();
     let prompt = detok.encode(&text);
-    let dir = tempfile::tempdir().unwrap();
-    Rollout {
-        id: "breaks".into(),
-        calls: vec![Call::root("breaks-c001", prompt.clone(), vec![1, 2], 1.0)],
-        frozen: true,
-        ..Rollout::default()
-    }
-    .write(dir.path())
-    .unwrap();
-    let stores = vec![dir.path().to_path_buf()];
-    let options = VerdictOptions::default();
-    let analyses =
-        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
     for size in [(80, 24), (120, 40)] {
-        let mut app = App::new(
-            stores.clone(),
-            analyses.clone(),
-            options.clone(),
-            common::viewport(size.0, size.1),
-        )
-        .with_tokenizer(Detokenizer::load(&assets.join("tokenizer.json")).unwrap());
-        key(&mut app, KeyCode::Enter);
-        key(&mut app, KeyCode::Tab);
-        keys(&mut app, "T");
+        let dir = tempfile::tempdir().unwrap();
+        let detok_app = Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+        let mut app = one_call_in_prose(
+            dir.path(),
+            "breaks",
+            prompt.clone(),
+            vec![1, 2],
+            size,
+            detok_app,
+        );
         assert_eq!(app.token_text, TokenText::Prose);
         let values: Vec<i128> = prompt.iter().map(|&t| i128::from(t)).collect();
         for i in (0..40).step_by(3) {
@@ -228,23 +241,8 @@ fn the_cursor_stays_on_screen_in_text_without_line_breaks() {
         prompt[at] = long[k + 1].0;
     }
     let dir = tempfile::tempdir().unwrap();
-    Rollout {
-        id: "flat".into(),
-        calls: vec![Call::root("flat-c001", prompt, vec![1, 2], 1.0)],
-        frozen: true,
-        ..Rollout::default()
-    }
-    .write(dir.path())
-    .unwrap();
-    let stores = vec![dir.path().to_path_buf()];
-    let options = VerdictOptions::default();
-    let analyses =
-        tokscope::load::analyze_all(&tokscope::load::locate(&stores, &[]).unwrap(), &options);
-    let mut app = App::new(stores, analyses, options, common::viewport(80, 24))
-        .with_tokenizer(Detokenizer::load(&assets.join("tokenizer.json")).unwrap());
-    key(&mut app, KeyCode::Enter);
-    key(&mut app, KeyCode::Tab);
-    keys(&mut app, "T");
+    let detok_app = Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let mut app = one_call_in_prose(dir.path(), "flat", prompt, vec![1, 2], (80, 24), detok_app);
     for (k, &at) in markers.iter().enumerate() {
         keys(&mut app, &format!(":pos {at}"));
         key(&mut app, KeyCode::Enter);

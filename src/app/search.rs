@@ -62,14 +62,20 @@ fn cycle(
     })
 }
 
-/// Where the id sequence `ids` starts in `values`.
-fn id_matches(values: &[TokenValue], ids: &[TokenValue]) -> Vec<usize> {
+/// The next (or previous) position where the id sequence `ids` starts, wrapping as the
+/// lists do.
+fn next_ids(
+    values: &[TokenValue],
+    ids: &[TokenValue],
+    cursor: usize,
+    forward: bool,
+) -> Option<(usize, bool)> {
     if ids.is_empty() {
-        return Vec::new();
+        return None;
     }
-    (0..values.len())
-        .filter(|&p| values[p] == ids[0] && values[p..].starts_with(ids))
-        .collect()
+    cycle(values.len(), cursor, forward, |p| {
+        values[p..].starts_with(ids)
+    })
 }
 
 /// Tokens decoded together when searching text: runs, so a character split across
@@ -153,24 +159,6 @@ fn next_text(
         }
     }
     None
-}
-
-/// The first match after `cursor` (before it, backwards), wrapping once: the position and
-/// whether it wrapped.
-fn next_match(starts: &[usize], cursor: usize, forward: bool) -> Option<(usize, bool)> {
-    if forward {
-        let after = starts.partition_point(|&p| p <= cursor);
-        match starts.get(after) {
-            Some(&p) => Some((p, false)),
-            None => starts.first().map(|&p| (p, true)),
-        }
-    } else {
-        let before = starts.partition_point(|&p| p < cursor);
-        match before.checked_sub(1) {
-            Some(i) => Some((starts[i], false)),
-            None => starts.last().map(|&p| (p, true)),
-        }
-    }
 }
 
 impl App {
@@ -286,7 +274,7 @@ impl App {
             let values: Vec<TokenValue> = provenance.tokens.values().collect();
             let cursor = view.tokens.cursor;
             found = match (&ids, &detok) {
-                (Some(ids), _) => next_match(&id_matches(&values, ids), cursor, forward),
+                (Some(ids), _) => next_ids(&values, ids, cursor, forward),
                 (None, Some(detok)) => next_text(&values, query, detok, cursor, forward),
                 (None, None) => None,
             };
@@ -370,15 +358,19 @@ mod tests {
 
     #[test]
     fn token_matches_wrap_like_the_lists() {
-        assert_eq!(id_matches(&[1, 2, 3, 1, 2], &[1, 2]), vec![0, 3]);
-        assert_eq!(id_matches(&[1, 2], &[]), Vec::<usize>::new());
-        let starts = [0, 3, 7];
-        assert_eq!(next_match(&starts, 0, true), Some((3, false)));
-        assert_eq!(next_match(&starts, 7, true), Some((0, true)));
-        assert_eq!(next_match(&starts, 3, false), Some((0, false)));
-        assert_eq!(next_match(&starts, 0, false), Some((7, true)));
-        assert_eq!(next_match(&[], 0, true), None);
-        assert_eq!(next_match(&[4], 4, true), Some((4, true)));
+        assert_eq!(
+            next_ids(&[1, 2, 3, 1, 2], &[1, 2], 0, true),
+            Some((3, false))
+        );
+        assert_eq!(next_ids(&[1, 2], &[], 0, true), None);
+        // [1, 2] starts at 0, 3 and 7.
+        let values = [1, 2, 9, 1, 2, 9, 9, 1, 2];
+        assert_eq!(next_ids(&values, &[1, 2], 0, true), Some((3, false)));
+        assert_eq!(next_ids(&values, &[1, 2], 7, true), Some((0, true)));
+        assert_eq!(next_ids(&values, &[1, 2], 3, false), Some((0, false)));
+        assert_eq!(next_ids(&values, &[1, 2], 0, false), Some((7, true)));
+        assert_eq!(next_ids(&[], &[1], 0, true), None);
+        assert_eq!(next_ids(&[9, 9, 9, 9, 1], &[1], 4, true), Some((4, true)));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 use super::layout::inner_width;
 use super::{Theme, clip, detail_block, short_call, strings};
 use crate::app::App;
-use crate::gaps::{GapFact, GapKind};
+use crate::gaps::GapKind;
 use crate::text::sanitize;
 
 fn label(kind: GapKind) -> &'static str {
@@ -97,7 +97,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
                 &format!(
                     "{:<11} {call:<call_width$} {}{age}",
                     label(gap.kind()),
-                    sanitize(&describe(&gap.fact))
+                    sanitize(&gap.fact.to_string())
                 ),
                 width,
             );
@@ -110,9 +110,4 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
-}
-
-/// What a gap says.
-pub fn describe(fact: &GapFact) -> String {
-    fact.to_string()
 }
