@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sha2::{Digest, Sha256};
 
 use super::layout::{FileKind, RolloutLocation};
-use super::record::{RecordError, TokenRecord};
+use super::record::{EarlierArrays, RecordError, TokenRecord};
 use super::state::RolloutState;
 
 /// Where a record line sits in its file.
@@ -516,17 +516,19 @@ fn parse_records(
         });
     };
 
-    // Every line is parsed once: the tail check and the full read share the results, and a
-    // kept cache carries them over to the next read of a growing file.
-    let parse = |start: usize, end: usize| -> ParsedLine {
-        let payload = strip(&data[start..end]);
-        if payload.len() > limit {
-            return Some(Err(RecordError::TooLong {
-                bytes: payload.len(),
-                limit,
-            }));
+    // Every line is parsed once, in file order (so a prompt can copy the tokens its parent's
+    // line already holds): the tail check and the full read share the results, and a kept
+    // cache carries them over to the next read of a growing file.
+    let mut earlier = EarlierArrays::default();
+    for (start, end) in split_lines(&newlines, 0, data.len()) {
+        if !cache.lines.contains_key(&(start, end)) {
+            let parsed = parse_line(data, start, end, limit, &mut earlier);
+            cache.lines.insert((start, end), parsed);
         }
-        (!payload.is_empty()).then(|| TokenRecord::parse(payload).map(Arc::new))
+    }
+    drop(earlier);
+    let parse = |start: usize, end: usize| -> ParsedLine {
+        parse_line(data, start, end, limit, &mut EarlierArrays::default())
     };
 
     // The tail check.
@@ -674,6 +676,24 @@ fn parse_records(
         lines,
         acknowledged_len: cut,
     }
+}
+
+/// Parse the line at `start..end` of `data`, after the lines `earlier` remembers.
+fn parse_line<'a>(
+    data: &'a [u8],
+    start: usize,
+    end: usize,
+    limit: usize,
+    earlier: &mut EarlierArrays<'a>,
+) -> ParsedLine {
+    let payload = strip(&data[start..end]);
+    if payload.len() > limit {
+        return Some(Err(RecordError::TooLong {
+            bytes: payload.len(),
+            limit,
+        }));
+    }
+    (!payload.is_empty()).then(|| TokenRecord::parse_after(payload, earlier).map(Arc::new))
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

@@ -26,6 +26,45 @@ fn parse_with(data: &str, state: &RolloutState, limit: usize) -> (ParsedRecords,
 }
 
 #[test]
+fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
+    let mut lines = Vec::new();
+    let mut sequence: Vec<u64> = Vec::new();
+    for call in 0..60u64 {
+        let prompt: Vec<u64> = sequence.iter().copied().chain(call..call + 30).collect();
+        let generation = [1000 + call];
+        let parent = match call {
+            0 => r#""parent_call_id":null,"parent_resolution":"root""#.to_owned(),
+            _ => format!(
+                r#""parent_call_id":"c{}","parent_resolution":"resolved""#,
+                call - 1
+            ),
+        };
+        lines.push(format!(
+            r#"{{"generation_log_probs":[-0.1],"generation_token_ids":{generation:?},"model_call_id":"c{call}",{parent},"prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#
+        ));
+        sequence = prompt;
+        sequence.extend(generation);
+    }
+    let data = lines.join("\n") + "\n";
+    // The state indexes half the file: the tail is checked first, yet read after its parents.
+    let half = data.len() / 2;
+    let indexed = half + data[half..].find('\n').unwrap() + 1;
+    let state = RolloutState::parse(format!(r#"{{"indexed_size":{indexed}}}"#).as_bytes());
+    crate::store::record::take_tokens_read_from_digits();
+    let (parsed, issues) = parse_with(&data, &state, DEFAULT_LINE_LIMIT);
+    assert!(issues.is_empty(), "{issues:?}");
+    assert_eq!(parsed.records.len(), 60);
+    assert_eq!(
+        &parsed.records[59].prompt_token_ids[..],
+        &sequence[..sequence.len() - 1]
+    );
+    assert_eq!(
+        crate::store::record::take_tokens_read_from_digits(),
+        sequence.len()
+    );
+}
+
+#[test]
 fn torn_final_line_is_ignored_and_reported() {
     let data = format!("{}\n{}", rec("a", 1.0), &rec("b", 2.0)[..30]);
     let (parsed, issues) = parse(&data);

@@ -15,6 +15,10 @@ use serde_json::{Map, Value};
 mod deserialize;
 mod fast;
 
+pub use fast::EarlierArrays;
+#[cfg(test)]
+pub(crate) use fast::take_tokens_read_from_digits;
+
 /// Newest record schema this reader understands.
 pub(crate) const MAX_SCHEMA_VERSION: i64 = 5;
 /// Oldest record schema this reader accepts (records below it never left development).
@@ -166,9 +170,33 @@ pub enum Refusal {
 impl TokenRecord {
     /// Parse and validate one line (already stripped of surrounding whitespace).
     pub fn parse(line: &[u8]) -> Result<TokenRecord, RecordError> {
-        if let Some(raw) = fast::parse(line) {
-            return raw.validate().map_err(RecordError::Invalid);
+        if let Some(fast) = fast::parse(line, None) {
+            return fast.raw.validate().map_err(RecordError::Invalid);
         }
+        Self::parse_general(line)
+    }
+
+    /// [`TokenRecord::parse`] for the next line of a pass over a file: a prompt that repeats
+    /// an earlier record's arrays byte for byte copies their tokens from `earlier`, and this
+    /// record's arrays are offered to the lines after it.
+    pub fn parse_after<'a>(
+        line: &'a [u8],
+        earlier: &mut EarlierArrays<'a>,
+    ) -> Result<TokenRecord, RecordError> {
+        let Some(fast) = fast::parse(line, Some(earlier)) else {
+            return Self::parse_general(line);
+        };
+        let fast::FastRecord { raw, texts } = fast;
+        let large = raw.large_ids;
+        let record = raw.validate().map_err(RecordError::Invalid)?;
+        if let Some((prompt, generation)) = texts {
+            earlier.remember(&record, prompt, generation, large);
+        }
+        Ok(record)
+    }
+
+    /// The serde parser: slower, takes any JSON, and words every error.
+    fn parse_general(line: &[u8]) -> Result<TokenRecord, RecordError> {
         let raw = match serde_json::from_slice::<RawRecord>(line) {
             Ok(raw) => raw,
             Err(error) => {
@@ -477,7 +505,7 @@ mod tests {
             format!(" {} ", line("")),
         ];
         for text in &lines {
-            let fast = fast::parse(text.as_bytes()).map(|raw| raw.validate());
+            let fast = fast::parse(text.as_bytes(), None).map(|fast| fast.raw.validate());
             let general =
                 serde_json::from_slice::<RawRecord>(text.as_bytes()).map(|raw| raw.validate());
             let fast = fast.expect("well-formed lines take the fast path");
@@ -491,7 +519,7 @@ mod tests {
         }
         // Odd but valid JSON falls back to the general parser and still parses.
         let odd = line(r#","created_at":1e0"#).replace("[1,2]", "[1.0,2]");
-        assert!(fast::parse(odd.as_bytes()).is_none());
+        assert!(fast::parse(odd.as_bytes(), None).is_none());
         assert_eq!(
             &TokenRecord::parse(odd.as_bytes()).unwrap().prompt_token_ids[..],
             &[1, 2]
@@ -505,7 +533,7 @@ mod tests {
             b"{\"a\":\"x\x01\"}",
         ] {
             assert!(
-                fast::parse(broken).is_none()
+                fast::parse(broken, None).is_none()
                     || serde_json::from_slice::<RawRecord>(broken).is_ok()
             );
         }
