@@ -521,10 +521,10 @@ fn parse_records(
     // cache carries them over to the next read of a growing file.
     let mut earlier = EarlierArrays::default();
     for (start, end) in split_lines(&newlines, 0, data.len()) {
-        if !cache.lines.contains_key(&(start, end)) {
-            let parsed = parse_line(data, start, end, limit, &mut earlier);
-            cache.lines.insert((start, end), parsed);
-        }
+        cache
+            .lines
+            .entry((start, end))
+            .or_insert_with(|| parse_line(data, start, end, limit, &mut earlier));
     }
     drop(earlier);
     let parse = |start: usize, end: usize| -> ParsedLine {
