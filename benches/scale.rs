@@ -264,6 +264,10 @@ fn main() {
         ready.unwrap_or_default().as_secs_f64(),
     );
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
+    // `TOKSCOPE_SCALE_COLD_ONLY=1` stops here (to profile the cold open alone).
+    if std::env::var_os("TOKSCOPE_SCALE_COLD_ONLY").is_some() {
+        return;
+    }
 
     // Live: appends to 50 rollouts while the app follows.
     let cpu_before = tokscope_testkit::cpu_seconds();

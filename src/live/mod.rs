@@ -13,8 +13,10 @@ pub mod replay;
 pub mod tail;
 pub mod watch;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::observe::Rows;
 use crate::store::layout::{FileKind, classify, natural_cmp};
@@ -204,6 +206,9 @@ impl StoreEvent {
 /// How many rollouts are kept hot (bytes and parsed lines held, so an append costs only
 /// itself), and how many bytes of files they may hold together: whichever bound comes first.
 pub const HOT_ROLLOUTS: usize = 64;
+/// How long the first scan gathers finished rollouts before sending them (one list update
+/// per batch, not per rollout).
+pub const FIRST_SCAN_BATCH: Duration = Duration::from_millis(25);
 /// See [`HOT_ROLLOUTS`].
 pub const HOT_BYTES: usize = 160 << 20;
 
@@ -218,7 +223,8 @@ pub struct LiveStore {
     focus: Vec<RolloutLocation>,
     options: VerdictOptions,
     row_paths: Vec<PathBuf>,
-    rows: Rows,
+    /// Shared with the first scan's workers and with replay timelines.
+    rows: Arc<Rows>,
     /// The rows files' stamp when they were last read.
     rows_stamp: Vec<RowsFileStamp>,
 }
@@ -245,7 +251,7 @@ impl LiveStore {
             focus: Vec::new(),
             options,
             row_paths,
-            rows: Rows::default(),
+            rows: Arc::default(),
             rows_stamp: Vec::new(),
         };
         store.reload_rows();
@@ -256,8 +262,9 @@ impl LiveStore {
     /// (or right after) they are read is seen by the next [`LiveStore::rows_moved`].
     pub(crate) fn reload_rows(&mut self) {
         self.rows_stamp = self.rows_stamp();
-        self.rows = Rows::read(&self.row_paths);
-        self.rows.discover(&self.dirs);
+        let mut rows = Rows::read(&self.row_paths);
+        rows.discover(&self.dirs);
+        self.rows = Arc::new(rows);
     }
 
     /// Whether a rows file changed on disk since the rows were last read (polling).
@@ -358,7 +365,7 @@ impl LiveStore {
     /// records' times (see [`replay::Replay::from_store`]).
     pub fn timeline(&self, locations: Vec<RolloutLocation>) -> replay::Replay {
         replay::Replay::from_store(locations, self.options.clone())
-            .with_rows(std::sync::Arc::new(self.rows.clone()))
+            .with_rows(Arc::clone(&self.rows))
     }
 
     /// Rollouts kept hot.
@@ -443,84 +450,92 @@ impl LiveStore {
         Ok(changes)
     }
 
-    /// The first scan: every rollout read on all cores, in chunks, each summary sent as soon
-    /// as its chunk is done, with the progress; between chunks, `requests` is asked for the
-    /// rollouts the UI now looks at, which are read first. Nothing is kept hot.
+    /// The first scan: every rollout read on all cores, each summary sent as soon as it is
+    /// ready, in batches of [`FIRST_SCAN_BATCH`] with the progress; between batches,
+    /// `requests` is asked for the rollouts the UI now looks at, which are read next. Nothing
+    /// is kept hot.
     pub fn first_scan(
         &mut self,
         send: &mut dyn FnMut(StoreEvent) -> bool,
         requests: &mut dyn FnMut() -> Option<Vec<RolloutLocation>>,
     ) -> Result<bool, StoreDirError> {
-        /// Rollouts per chunk: small enough that a request waits little.
-        const CHUNK: usize = 32;
-        let mut pending: std::collections::VecDeque<RolloutLocation> = self
+        let pending: VecDeque<RolloutLocation> = self
             .discover()?
             .into_iter()
             .filter(|l| !self.rollouts.contains_key(l))
             .collect();
         let total = pending.len();
-        let mut read = 0;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        while !pending.is_empty() {
-            if let Some(focus) = requests() {
-                // Looked at first: move them to the front.
-                for location in focus.iter().rev() {
-                    if let Some(at) = pending.iter().position(|l| l == location)
-                        && let Some(wanted) = pending.remove(at)
-                    {
-                        pending.push_front(wanted);
-                    }
-                }
-                // Those read already are answered now; the others as they are read.
-                for event in self.set_focus(focus) {
-                    if !send(event) {
-                        return Ok(false);
-                    }
-                }
-            }
-            let chunk: Vec<RolloutLocation> = pending.drain(..CHUNK.min(pending.len())).collect();
-            let store: &LiveStore = self;
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let results: std::sync::Mutex<Vec<(LiveRollout, Analysis)>> = Default::default();
-            std::thread::scope(|scope| {
-                for _ in 0..workers.min(chunk.len()) {
-                    scope.spawn(|| {
-                        loop {
-                            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(location) = chunk.get(at) else { break };
-                            let options =
-                                crate::load::options_for(&store.options, &store.rows, location);
-                            let mut rollout = LiveRollout::new(location.clone());
-                            let analysis = match rollout.refresh(&options) {
-                                Some(analysis) => analysis,
-                                None => rollout.analyze(&options),
-                            };
-                            rollout.cool();
-                            results
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .push((rollout, analysis));
+        let queue = Mutex::new(pending);
+        let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
+        // The workers read; this thread hands their results on, so no core waits for another
+        // to finish a chunk, nor for the events to be sent.
+        let (options, rows) = (self.options.clone(), Arc::clone(&self.rows));
+        let (results, finished) = mpsc::channel::<(LiveRollout, Analysis)>();
+        std::thread::scope(|scope| {
+            for _ in 0..workers.min(total) {
+                let (results, options, rows, lock) = (results.clone(), &options, &rows, &lock);
+                scope.spawn(move || {
+                    loop {
+                        // (A statement of its own: the lock is not held while reading.)
+                        let next = lock().pop_front();
+                        let Some(location) = next else { break };
+                        let options = crate::load::options_for(options, rows, &location);
+                        let mut rollout = LiveRollout::new(location);
+                        let analysis = match rollout.refresh(&options) {
+                            Some(analysis) => analysis,
+                            None => rollout.analyze(&options),
+                        };
+                        rollout.cool();
+                        if results.send((rollout, analysis)).is_err() {
+                            break;
                         }
-                    });
-                }
-            });
-            let results = results
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            read += results.len();
-            let mut events = Vec::new();
-            for (rollout, analysis) in results {
-                self.rollouts.insert(rollout.location.clone(), rollout);
-                self.emit(analysis, &mut events);
+                    }
+                });
             }
-            events.push(StoreEvent::Progress { read, total });
-            for event in events {
-                if !send(event) {
+            drop(results);
+            let mut read = 0;
+            let mut deliver = |store: &mut LiveStore| -> Option<bool> {
+                let first = finished.recv().ok()?;
+                let deadline = Instant::now() + FIRST_SCAN_BATCH;
+                let mut batch = vec![first];
+                while let Ok(more) =
+                    finished.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    batch.push(more);
+                }
+                read += batch.len();
+                let mut events = Vec::new();
+                for (rollout, analysis) in batch {
+                    store.rollouts.insert(rollout.location.clone(), rollout);
+                    store.emit(analysis, &mut events);
+                }
+                events.push(StoreEvent::Progress { read, total });
+                if let Some(focus) = requests() {
+                    // Looked at first: those read already are answered now, the others are
+                    // moved to the front of the queue.
+                    let mut queue = lock();
+                    for location in focus.iter().rev() {
+                        if let Some(at) = queue.iter().position(|l| l == location)
+                            && let Some(wanted) = queue.remove(at)
+                        {
+                            queue.push_front(wanted);
+                        }
+                    }
+                    drop(queue);
+                    events.extend(store.set_focus(focus));
+                }
+                Some(events.into_iter().all(&mut *send))
+            };
+            while let Some(delivered) = deliver(self) {
+                if !delivered {
+                    // Nobody listens: the workers stop after the rollout they are reading.
+                    lock().clear();
                     return Ok(false);
                 }
             }
-        }
-        Ok(true)
+            Ok(true)
+        })
     }
 
     /// Refresh one rollout (following it from now on): its events when it changed.
