@@ -433,7 +433,7 @@ fn demo_store_decodes_to_conversation_text() {
     let ids: Vec<i128> = clean.capture.records[0]
         .prompt_token_ids
         .iter()
-        .map(|&t| i128::from(t))
+        .map(i128::from)
         .collect();
     let text = detok.decode(&ids);
     assert!(

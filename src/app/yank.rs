@@ -131,7 +131,7 @@ impl App {
             "parent_call_id": r.parent_call_id,
             "parent_resolution_reason": r.parent_resolution_reason,
             "prompt_is_delta": r.prompt_is_delta,
-            "prompt_token_ids": &r.prompt_token_ids[..],
+            "prompt_token_ids": &r.prompt_token_ids,
             "generation_token_ids": &r.generation_token_ids[..],
             "generation_log_probs": &r.generation_log_probs[..],
             "cum_len": r.cum_len,

@@ -85,7 +85,7 @@ pub fn divergence(
                 let r = &records[index];
                 (
                     Reference::ClaimedRecord(index),
-                    TokenSeq::from_ids(r.prompt_token_ids.clone(), r.negative_ids)
+                    (r.prompt_token_ids.clone())
                         .append_ids(r.generation_token_ids.clone(), r.negative_ids),
                 )
             }

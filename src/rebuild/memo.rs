@@ -25,7 +25,7 @@ pub struct DigestMemo {
     prefixes: Mutex<HashMap<(ChunkKey, ChunkKey), PrefixEntry>>,
 }
 
-type MemoEntry = (Arc<[u64]>, Arc<[u64]>, String);
+type MemoEntry = (TokenSeq, Arc<[u64]>, String);
 /// Addresses and lengths of a sequence's token arrays.
 type ChunkKey = Vec<(usize, usize)>;
 /// The arrays of both sequences (kept alive, so no address is reused) and the answer.
@@ -61,7 +61,7 @@ impl DigestMemo {
     /// The digest of `record`'s cumulative sequence `cumulative`.
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
         let key = (
-            Arc::as_ptr(&record.prompt_token_ids) as *const u64 as usize,
+            record.prompt_token_ids.addr(),
             Arc::as_ptr(&record.generation_token_ids) as *const u64 as usize,
         );
         if let Some((_, _, digest)) = self.entries().get(&key) {

@@ -270,7 +270,7 @@ fn materialize(
                 stack.pop();
                 walking[top] = false;
                 let signed = record.negative_ids;
-                let prompt = TokenSeq::from_ids(record.prompt_token_ids.clone(), signed);
+                let prompt = record.prompt_token_ids.clone();
                 let cum = prompt.append_ids(record.generation_token_ids.clone(), signed);
                 prompts[top] = Some(prompt);
                 cumulative[top] = Some(Some(cum.clone()));
@@ -303,7 +303,7 @@ fn materialize(
             match base {
                 Some(parent_cum) => {
                     let signed = record.negative_ids;
-                    let prompt = parent_cum.append_ids(record.prompt_token_ids.clone(), signed);
+                    let prompt = parent_cum.concat(&record.prompt_token_ids);
                     let cum = prompt.append_ids(record.generation_token_ids.clone(), signed);
                     prompts[top] = Some(prompt);
                     cumulative[top] = Some(Some(cum.clone()));

@@ -6,7 +6,8 @@ pub mod memo;
 pub mod merge;
 pub mod output;
 pub mod project;
-pub mod seq;
+/// Token sequences live with the records that hold them (see [`crate::store::seq`]).
+pub use crate::store::seq;
 
 pub use merge::prefix_merging;
 pub use output::{

@@ -6,6 +6,7 @@ pub mod layout;
 pub mod open;
 pub mod read;
 pub mod record;
+pub mod seq;
 pub mod state;
 
 pub use layout::{FileKind, RolloutLocation, StoreDirError, discover};
@@ -14,4 +15,5 @@ pub use read::{
     read_capture, set_line_limit,
 };
 pub use record::{ParentResolution, RecordError, TokenRecord};
+pub use seq::{TokenSeq, TokenValue};
 pub use state::RolloutState;

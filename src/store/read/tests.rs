@@ -55,7 +55,7 @@ fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
     assert!(issues.is_empty(), "{issues:?}");
     assert_eq!(parsed.records.len(), 60);
     assert_eq!(
-        &parsed.records[59].prompt_token_ids[..],
+        parsed.records[59].prompt_token_ids.to_vec(),
         &sequence[..sequence.len() - 1]
     );
     assert_eq!(

@@ -55,7 +55,8 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
                 let (tokens, negative, large) = field(k, TokenIds.deserialize(d))?;
                 raw.negative_ids |= negative;
                 raw.large_ids |= large;
-                raw.prompt_token_ids = Some(tokens.into())
+                raw.prompt_token_ids = Some(tokens.into());
+                raw.prompt_prefix = None
             }
             "generation_token_ids" => {
                 let (tokens, negative, large) = field(k, TokenIds.deserialize(d))?;

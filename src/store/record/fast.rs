@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::super::seq::TokenSeq;
 use super::RawRecord;
 use super::deserialize::FieldSeed;
 use serde::de::DeserializeSeed;
@@ -106,8 +107,9 @@ impl<'a> Scanner<'a> {
 ///
 /// A full-prompt record's prompt starts with its parent's prompt and generation, written the
 /// same way: most of a store's digits are such repeats. Bytes equal to bytes already read
-/// hold the same tokens, so a repeat is compared (memory speed) and its tokens copied, and
-/// only the new tail is read digit by digit.
+/// hold the same tokens, so a repeat is compared (memory speed), its tokens shared (the
+/// prompt's [`TokenSeq`] starts with the parent's chunks), and only the new tail is read
+/// digit by digit.
 #[derive(Default)]
 pub struct EarlierArrays<'a> {
     by_call: HashMap<String, Arrays<'a>>,
@@ -117,7 +119,7 @@ pub struct EarlierArrays<'a> {
 struct Arrays<'a> {
     prompt_text: &'a [u8],
     generation_text: &'a [u8],
-    prompt: Arc<[u64]>,
+    prompt: TokenSeq,
     generation: Arc<[u64]>,
     /// Some id is above 2⁶³−1.
     large: bool,
@@ -168,6 +170,7 @@ impl<'a> EarlierArrays<'a> {
 impl Arrays<'_> {
     /// Read a token array (`bytes` starts at its `[`) that repeats these arrays' tokens, in
     /// order, then goes on: `None` unless its bytes repeat them exactly, up to a number's end.
+    /// `out` receives the tokens after the repeat.
     fn read_repeat(&self, bytes: &[u8], out: &mut Vec<u64>) -> Option<(usize, bool)> {
         if bytes.first() != Some(&b'[') {
             return None;
@@ -203,8 +206,6 @@ impl Arrays<'_> {
             return None;
         }
         out.clear();
-        out.extend_from_slice(&self.prompt);
-        out.extend_from_slice(&self.generation);
         let (used, large) = after_number(bytes, at, out)?;
         Some((used, large || self.large))
     }
@@ -259,11 +260,18 @@ pub(super) fn parse<'a>(
                         .and_then(|(earlier, parent)| earlier.by_call.get(parent));
                     let start = scan.at;
                     // One reused scratch buffer: no growth copies, no fresh pages per array.
+                    let mut prefix = None;
                     let tokens: Arc<[u64]> = SCRATCH.with_borrow_mut(|scratch| {
                         let bytes = &line[start..];
-                        let (used, large) = repeated
-                            .and_then(|arrays| arrays.read_repeat(bytes, scratch))
-                            .or_else(|| scan_token_array(bytes, scratch))?;
+                        let (used, large) = match repeated
+                            .and_then(|arrays| Some((arrays, arrays.read_repeat(bytes, scratch)?)))
+                        {
+                            Some((arrays, read)) => {
+                                prefix = Some(arrays.prompt.append(arrays.generation.clone()));
+                                read
+                            }
+                            None => scan_token_array(bytes, scratch)?,
+                        };
                         scan.at += used;
                         raw.large_ids |= large;
                         Some(scratch[..].into())
@@ -271,6 +279,7 @@ pub(super) fn parse<'a>(
                     let text = &line[start..scan.at];
                     if is_prompt {
                         raw.prompt_token_ids = Some(tokens);
+                        raw.prompt_prefix = prefix;
                         prompt_text = Some(text);
                     } else {
                         raw.generation_token_ids = Some(tokens);
@@ -511,7 +520,7 @@ mod tests {
             record("b", Some("a"), "[18446744073709551615,1,2]", "[8]"),
         ];
         let records = same_as_alone(&lines);
-        assert_eq!(records[1].prompt_token_ids[0], u64::MAX);
+        assert_eq!(records[1].prompt_token_ids.get(0), Some(u64::MAX));
         // Both ways of reading took the fast path and kept the id exactly.
         assert!(!records[1].negative_ids);
     }

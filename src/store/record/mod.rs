@@ -12,6 +12,8 @@ use serde::de::{
 };
 use serde_json::{Map, Value};
 
+use super::seq::TokenSeq;
+
 mod deserialize;
 mod fast;
 
@@ -60,7 +62,8 @@ pub struct TokenRecord {
     pub model: String,
     /// Prompt token ids (only the suffix after the parent when `prompt_is_delta`), as 64
     /// bits: the reference takes every id up to 2⁶⁴−1.
-    pub prompt_token_ids: Arc<[u64]>,
+    /// A prompt that repeats an earlier record's prompt and generation shares their chunks.
+    pub prompt_token_ids: TokenSeq,
     /// Sampled token ids.
     pub generation_token_ids: Arc<[u64]>,
     /// Some id is negative (kept as its two's complement): the reference accepts it, and
@@ -223,6 +226,8 @@ struct RawRecord {
     model_call_id: Option<String>,
     model: Option<String>,
     prompt_token_ids: Option<Arc<[u64]>>,
+    /// The earlier record's tokens that the prompt repeats before `prompt_token_ids`.
+    prompt_prefix: Option<TokenSeq>,
     generation_token_ids: Option<Arc<[u64]>>,
     negative_ids: bool,
     large_ids: bool,
@@ -308,7 +313,8 @@ impl RawRecord {
             rollout_id,
             model_call_id,
             model: self.model.unwrap_or_default(),
-            prompt_token_ids: prompt,
+            prompt_token_ids: (self.prompt_prefix.unwrap_or_default())
+                .append_ids(prompt, self.negative_ids),
             generation_token_ids: generation,
             negative_ids: self.negative_ids,
             generation_log_probs: log_probs.into(),
@@ -356,7 +362,7 @@ mod tests {
         let record = TokenRecord::parse(line(r#","future":{"x":1}"#).as_bytes()).unwrap();
         assert_eq!(record.schema_version, 5);
         assert_eq!(record.model, "");
-        assert_eq!(&record.prompt_token_ids[..], &[1, 2]);
+        assert_eq!(record.prompt_token_ids.to_vec(), [1, 2]);
         assert_eq!(record.parent_resolution, None);
         assert_eq!(record.extra["future"], serde_json::json!({"x": 1}));
     }
@@ -385,13 +391,15 @@ mod tests {
         // Negative ids are kept (the reference fails only where it must digest them); with
         // ids above 2^63-1 in the same record no 64-bit form holds both.
         let negative = TokenRecord::parse(line(r#","prompt_token_ids":[-1,2]"#).as_bytes());
-        assert!(negative.is_ok_and(|r| r.negative_ids && r.prompt_token_ids[0] == u64::MAX));
+        assert!(
+            negative.is_ok_and(|r| r.negative_ids && r.prompt_token_ids.get(0) == Some(u64::MAX))
+        );
         assert!(
             invalid(r#","prompt_token_ids":[-1,18446744073709551615]"#).contains("both negative")
         );
         let wide =
             TokenRecord::parse(line(r#","prompt_token_ids":[18446744073709551615]"#).as_bytes());
-        assert!(wide.is_ok_and(|r| !r.negative_ids && r.prompt_token_ids[0] == u64::MAX));
+        assert!(wide.is_ok_and(|r| !r.negative_ids && r.prompt_token_ids.get(0) == Some(u64::MAX)));
         assert!(invalid(r#","model":null"#).contains("model"));
         let missing = TokenRecord::parse(br#"{"rollout_id":"r"}"#);
         assert!(
@@ -521,8 +529,11 @@ mod tests {
         let odd = line(r#","created_at":1e0"#).replace("[1,2]", "[1.0,2]");
         assert!(fast::parse(odd.as_bytes(), None).is_none());
         assert_eq!(
-            &TokenRecord::parse(odd.as_bytes()).unwrap().prompt_token_ids[..],
-            &[1, 2]
+            TokenRecord::parse(odd.as_bytes())
+                .unwrap()
+                .prompt_token_ids
+                .to_vec(),
+            [1, 2]
         );
         // Broken lines are left to the general parser, which classifies them.
         for broken in [

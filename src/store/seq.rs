@@ -5,6 +5,9 @@
 //! the rollout's length, so a [`TokenSeq`] is a persistent rope: an immutable prefix shared by
 //! reference plus one chunk of its own. Appending is O(1) and never copies tokens.
 //!
+//! A record's prompt is one too: a full prompt that repeats its parent's prompt and generation
+//! shares their chunks instead of holding a copy.
+//!
 //! Ids are 64 bits, as the reference takes them. A chunk that came from a record holding a
 //! negative id is *signed*: its values are two's-complement `i64`, read back exactly by
 //! [`TokenSeq::values`] (and refused by the digest, as the reference refuses them).
@@ -67,6 +70,19 @@ impl TokenSeq {
             signed,
             len,
         })))
+    }
+
+    /// This sequence followed by all of `other` (sharing its chunks).
+    pub(crate) fn concat(&self, other: &TokenSeq) -> TokenSeq {
+        other.nodes().into_iter().fold(self.clone(), |out, node| {
+            out.append_ids(Arc::clone(&node.chunk), node.signed)
+        })
+    }
+
+    /// An address identifying this sequence's last node while it lives (0 when empty): a key
+    /// for what was computed from the sequence.
+    pub(crate) fn addr(&self) -> usize {
+        self.0.as_ref().map_or(0, |node| Arc::as_ptr(node) as usize)
     }
 
     /// This sequence followed by `source[start..end]`, copied chunk by chunk (each part keeps
@@ -256,19 +272,32 @@ impl TokenSeq {
         if limit == 0 {
             return 0;
         }
-        if let Some(shared) = self.shared_prefix_len(other)
-            && shared >= limit
-        {
+        let shared = self.shared_prefix_len(other).unwrap_or(0);
+        if shared >= limit {
             return limit;
         }
         let left = self.chunks();
         let right = other.chunks();
-        let (mut li, mut lo, mut ri, mut ro, mut matched) = (0, 0, 0, 0, 0);
+        // Both have a chunk boundary where the shared node ends: compare from there.
+        let after_shared = |chunks: &[&[u64]]| {
+            let mut covered = 0;
+            chunks
+                .iter()
+                .take_while(|chunk| {
+                    let before = covered;
+                    covered += chunk.len();
+                    before < shared
+                })
+                .count()
+        };
+        let (mut li, mut ri) = (after_shared(&left), after_shared(&right));
+        let (mut lo, mut ro, mut matched) = (0, 0, shared);
         while matched < limit {
             let a = &left[li][lo..];
             let b = &right[ri][ro..];
             let n = a.len().min(b.len()).min(limit - matched);
-            if a[..n] != b[..n] {
+            // The same array at the same place (a chunk both sequences share) is equal.
+            if a.as_ptr() != b.as_ptr() && a[..n] != b[..n] {
                 return matched + a.iter().zip(b).take_while(|(x, y)| x == y).count();
             }
             matched += n;
