@@ -34,10 +34,25 @@ fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u64]>) -> S
         let mut buffer = [0u8; BATCH * 8];
         for chunk in chunks {
             for batch in chunk.chunks(BATCH) {
-                for (slot, token) in buffer.chunks_exact_mut(8).zip(batch) {
+                let bytes = &mut buffer[..batch.len() * 8];
+                // Four tokens a step, fixed-size arrays: no bounds check inside the step.
+                let mut slots = bytes.chunks_exact_mut(32);
+                let mut tokens = batch.chunks_exact(4);
+                for (slot, four) in (&mut slots).zip(&mut tokens) {
+                    let slot: &mut [u8; 32] = slot.try_into().expect("32 bytes");
+                    let four: &[u64; 4] = four.try_into().expect("4 tokens");
+                    for (bytes, token) in slot.chunks_exact_mut(8).zip(four) {
+                        bytes.copy_from_slice(&token.to_be_bytes());
+                    }
+                }
+                for (slot, token) in slots
+                    .into_remainder()
+                    .chunks_exact_mut(8)
+                    .zip(tokens.remainder())
+                {
                     slot.copy_from_slice(&token.to_be_bytes());
                 }
-                hasher.update(&buffer[..batch.len() * 8]);
+                hasher.update(bytes);
             }
         }
     }

@@ -82,14 +82,28 @@ impl ChainText {
         ChainText { text, ends }
     }
 
-    /// The first `count` tokens as a JSON array, emitted verbatim by serde_json.
-    fn prefix_json(&self, count: usize) -> RawJson {
+    /// Serialize the first `count` tokens as a JSON array, emitted verbatim by serde_json.
+    ///
+    /// The array is put together in one buffer per thread: a report repeats the chain's text
+    /// once per call, and a fresh allocation for each (megabytes, then freed) costs page
+    /// faults on every call.
+    fn serialize_prefix<S: SerializeMap>(&self, count: usize, map: &mut S) -> Result<(), S::Error> {
+        thread_local! {
+            static JSON: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
         let body = &self.text[..self.ends[count]];
-        let mut json = String::with_capacity(body.len() + 2);
-        json.push('[');
-        json.push_str(body);
-        json.push(']');
-        RawJson(json)
+        JSON.with_borrow_mut(|json| {
+            json.clear();
+            json.push('[');
+            json.push_str(body);
+            json.push(']');
+            let written = map.serialize_entry("prompt_token_ids", &RawJson(json));
+            // A long chain's buffer is not kept past it (a small one is reused as it is).
+            if json.capacity() > CHAIN_JSON_KEPT {
+                *json = String::new();
+            }
+            written
+        })
     }
 }
 
@@ -98,9 +112,12 @@ impl ChainText {
 /// `serde_json::value::RawValue` would re-parse the text to validate it, which costs as much
 /// as formatting the tokens; this uses the same struct marker RawValue serializes through
 /// (the tests compare the output with plain serialization, so a change in serde_json shows).
-struct RawJson(String);
+struct RawJson<'a>(&'a str);
 
-impl serde::Serialize for RawJson {
+/// Bytes of chain JSON a thread keeps for the next call between reports.
+const CHAIN_JSON_KEPT: usize = 64 << 20;
+
+impl serde::Serialize for RawJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         const TOKEN: &str = "$serde_json::private::RawValue";
@@ -149,10 +166,7 @@ impl serde::Serialize for ProjectedItem {
         }
         if let Some(tokens) = &self.tokens {
             match &tokens.text {
-                Some(text) => map.serialize_entry(
-                    "prompt_token_ids",
-                    &text.get().prefix_json(tokens.prompt.len()),
-                )?,
+                Some(text) => text.get().serialize_prefix(tokens.prompt.len(), &mut map)?,
                 None => map.serialize_entry("prompt_token_ids", &tokens.prompt)?,
             }
             map.serialize_entry("generation_token_ids", &tokens.generation)?;
@@ -570,16 +584,26 @@ mod tests {
 
     #[test]
     fn chain_text_serializes_like_the_token_sequence() {
+        /// `{"prompt_token_ids": <first count tokens>}` through the chain text.
+        struct Prefix<'a>(&'a ChainText, usize);
+        impl serde::Serialize for Prefix<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1))?;
+                self.0.serialize_prefix(self.1, &mut map)?;
+                map.end()
+            }
+        }
         let seq = TokenSeq::from(vec![5, 0, 4_294_967_295]).append(vec![7, 12].into());
         let text = ChainText::new(&seq);
-        for count in 0..=seq.len() {
-            let fast = serde_json::to_string(&text.prefix_json(count)).unwrap();
-            let plain = serde_json::to_string(&seq.to_vec()[..count]).unwrap();
-            assert_eq!(fast, plain);
+        // Longest first: the shorter ones reuse (and must not show) the longer one's buffer.
+        for count in (0..=seq.len()).rev() {
+            let fast = serde_json::to_string(&Prefix(&text, count)).unwrap();
+            let plain = serde_json::json!({"prompt_token_ids": seq.to_vec()[..count]});
+            assert_eq!(fast, plain.to_string());
         }
         // Through a Value, too (as the library's JSON report helpers do).
-        let value = serde_json::to_value(text.prefix_json(2)).unwrap();
-        assert_eq!(value, serde_json::json!([5, 0]));
+        let value = serde_json::to_value(Prefix(&text, 2)).unwrap();
+        assert_eq!(value, serde_json::json!({"prompt_token_ids": [5, 0]}));
     }
 
     #[test]
