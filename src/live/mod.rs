@@ -218,7 +218,9 @@ pub struct LiveStore {
     dirs: Vec<PathBuf>,
     rollouts: HashMap<RolloutLocation, LiveRollout>,
     /// The hot rollouts, least recently changed first.
-    hot: std::collections::VecDeque<RolloutLocation>,
+    /// With the bytes each held when it was last warmed (its bytes change only when it is
+    /// read, which warms it again), so keeping the bound costs no lookup per hot rollout.
+    hot: std::collections::VecDeque<(RolloutLocation, usize)>,
     /// The rollouts the UI looks at: their full analyses are sent.
     focus: Vec<RolloutLocation>,
     options: VerdictOptions,
@@ -326,27 +328,26 @@ impl LiveStore {
     /// Rollout `location` just changed or is looked at: keep it hot, cooling the least
     /// recently changed beyond [`HOT_ROLLOUTS`] / [`HOT_BYTES`] (never one looked at).
     fn warm(&mut self, location: &RolloutLocation) {
-        if let Some(at) = self.hot.iter().position(|l| l == location) {
+        if let Some(at) = self.hot.iter().position(|(l, _)| l == location) {
             self.hot.remove(at);
         }
-        self.hot.push_back(location.clone());
-        let mut held: usize = self
-            .hot
-            .iter()
-            .filter_map(|l| self.rollouts.get(l))
-            .map(LiveRollout::resident_bytes)
-            .sum();
+        let bytes = self
+            .rollouts
+            .get(location)
+            .map_or(0, LiveRollout::resident_bytes);
+        self.hot.push_back((location.clone(), bytes));
+        let mut held: usize = self.hot.iter().map(|(_, bytes)| bytes).sum();
         let mut at = 0;
         while (self.hot.len() > HOT_ROLLOUTS || held > HOT_BYTES) && at + 1 < self.hot.len() {
-            if self.focus.contains(&self.hot[at]) {
+            if self.focus.contains(&self.hot[at].0) {
                 at += 1;
                 continue;
             }
-            let Some(coolest) = self.hot.remove(at) else {
+            let Some((coolest, bytes)) = self.hot.remove(at) else {
                 break;
             };
+            held = held.saturating_sub(bytes);
             if let Some(rollout) = self.rollouts.get_mut(&coolest) {
-                held = held.saturating_sub(rollout.resident_bytes());
                 rollout.cool();
             }
         }

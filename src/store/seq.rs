@@ -23,6 +23,8 @@ struct SeqNode {
     chunk: Arc<[u64]>,
     /// The chunk's values are two's-complement `i64` (its record holds a negative id).
     signed: bool,
+    /// This node or one before it is signed (most sequences have none to look for).
+    any_signed: bool,
     len: usize,
 }
 
@@ -64,10 +66,12 @@ impl TokenSeq {
             return self.clone();
         }
         let len = self.len() + chunk.len();
+        let any_signed = signed || self.0.as_ref().is_some_and(|node| node.any_signed);
         TokenSeq(Some(Arc::new(SeqNode {
             prefix: self.clone(),
             chunk,
             signed,
+            any_signed,
             len,
         })))
     }
@@ -156,6 +160,9 @@ impl TokenSeq {
     /// The first negative id among the first `n` tokens, if any (what makes the reference's
     /// digest of them fail).
     pub(crate) fn first_negative(&self, n: usize) -> Option<i64> {
+        if !self.0.as_ref().is_some_and(|node| node.any_signed) {
+            return None;
+        }
         let mut left = n.min(self.len());
         for node in self.nodes() {
             if left == 0 {
@@ -187,6 +194,19 @@ impl TokenSeq {
         let mut out = Vec::new();
         let mut current = self.0.as_deref();
         while let Some(node) = current {
+            out.push(&node.chunk[..]);
+            current = node.prefix.0.as_deref();
+        }
+        out.reverse();
+        out
+    }
+
+    /// The chunks after the first `start` tokens, in order, where `start` is the end of one
+    /// of this sequence's nodes (or 0): only the nodes after it are walked.
+    fn chunks_after(&self, start: usize) -> Vec<&[u64]> {
+        let mut out = Vec::new();
+        let mut current = self.0.as_deref();
+        while let Some(node) = current.filter(|node| node.len > start) {
             out.push(&node.chunk[..]);
             current = node.prefix.0.as_deref();
         }
@@ -276,22 +296,11 @@ impl TokenSeq {
         if shared >= limit {
             return limit;
         }
-        let left = self.chunks();
-        let right = other.chunks();
-        // Both have a chunk boundary where the shared node ends: compare from there.
-        let after_shared = |chunks: &[&[u64]]| {
-            let mut covered = 0;
-            chunks
-                .iter()
-                .take_while(|chunk| {
-                    let before = covered;
-                    covered += chunk.len();
-                    before < shared
-                })
-                .count()
-        };
-        let (mut li, mut ri) = (after_shared(&left), after_shared(&right));
-        let (mut lo, mut ro, mut matched) = (0, 0, shared);
+        // Both have a chunk boundary where the shared node ends: compare from there, walking
+        // only the nodes after it (a prompt shares most of its parent's).
+        let left = self.chunks_after(shared);
+        let right = other.chunks_after(shared);
+        let (mut li, mut ri, mut lo, mut ro, mut matched) = (0, 0, 0, 0, shared);
         while matched < limit {
             let a = &left[li][lo..];
             let b = &right[ri][ro..];

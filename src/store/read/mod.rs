@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sha2::{Digest, Sha256};
 
 use super::layout::{FileKind, RolloutLocation};
-use super::record::{EarlierArrays, RecordError, TokenRecord};
+use super::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
 use super::state::RolloutState;
 
 /// Where a record line sits in its file.
@@ -423,6 +423,9 @@ type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LineCache {
     lines: HashMap<(usize, usize), ParsedLine>,
+    /// Where the kept lines' token arrays sit, so the lines appended after them can share
+    /// their tokens ([`EarlierArrays::offer`]).
+    spans: HashMap<(usize, usize), ArraySpans>,
     /// Offsets of the newlines in the first `scanned` bytes (the file only grows while the
     /// cache lives, so a read scans only the new bytes for them).
     newlines: Vec<usize>,
@@ -443,6 +446,7 @@ impl LineCache {
     /// Forget everything (the file was truncated or replaced).
     pub fn clear(&mut self) {
         self.lines.clear();
+        self.spans.clear();
         self.newlines.clear();
         self.scanned = 0;
     }
@@ -519,16 +523,30 @@ fn parse_records(
     // Every line is parsed once, in file order (so a prompt can copy the tokens its parent's
     // line already holds): the tail check and the full read share the results, and a kept
     // cache carries them over to the next read of a growing file.
-    let mut earlier = EarlierArrays::default();
-    for (start, end) in split_lines(&newlines, 0, data.len()) {
-        cache
-            .lines
-            .entry((start, end))
-            .or_insert_with(|| parse_line(data, start, end, limit, &mut earlier));
+    // A line kept from an earlier read offers its arrays to the new lines after it.
+    let all_lines = split_lines(&newlines, 0, data.len());
+    if all_lines.iter().any(|key| !cache.lines.contains_key(key)) {
+        let mut earlier = EarlierArrays::default();
+        for (start, end) in all_lines {
+            match cache.lines.get(&(start, end)) {
+                Some(Some(Ok(record))) => {
+                    if let Some(spans) = cache.spans.get(&(start, end)) {
+                        earlier.offer(record, strip(&data[start..end]), spans);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    let (parsed, spans) = parse_line(data, start, end, limit, &mut earlier);
+                    if let Some(spans) = spans.filter(|_| cache.keep) {
+                        cache.spans.insert((start, end), spans);
+                    }
+                    cache.lines.insert((start, end), parsed);
+                }
+            }
+        }
     }
-    drop(earlier);
     let parse = |start: usize, end: usize| -> ParsedLine {
-        parse_line(data, start, end, limit, &mut EarlierArrays::default())
+        parse_line(data, start, end, limit, &mut EarlierArrays::default()).0
     };
 
     // The tail check.
@@ -678,22 +696,30 @@ fn parse_records(
     }
 }
 
-/// Parse the line at `start..end` of `data`, after the lines `earlier` remembers.
+/// Parse the line at `start..end` of `data`, after the lines `earlier` remembers; also where
+/// its token arrays sit in it (see [`TokenRecord::parse_after`]).
 fn parse_line<'a>(
     data: &'a [u8],
     start: usize,
     end: usize,
     limit: usize,
     earlier: &mut EarlierArrays<'a>,
-) -> ParsedLine {
+) -> (ParsedLine, Option<ArraySpans>) {
     let payload = strip(&data[start..end]);
     if payload.len() > limit {
-        return Some(Err(RecordError::TooLong {
+        let too_long = RecordError::TooLong {
             bytes: payload.len(),
             limit,
-        }));
+        };
+        return (Some(Err(too_long)), None);
     }
-    (!payload.is_empty()).then(|| TokenRecord::parse_after(payload, earlier).map(Arc::new))
+    if payload.is_empty() {
+        return (None, None);
+    }
+    match TokenRecord::parse_after(payload, earlier) {
+        Ok((record, spans)) => (Some(Ok(Arc::new(record))), spans),
+        Err(error) => (Some(Err(error)), None),
+    }
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

@@ -25,8 +25,8 @@ fn parse_with(data: &str, state: &RolloutState, limit: usize) -> (ParsedRecords,
     (parsed, issues)
 }
 
-#[test]
-fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
+/// A 60-call conversation of full prompts, one record per line, and its last call's sequence.
+fn conversation() -> (Vec<String>, Vec<u64>) {
     let mut lines = Vec::new();
     let mut sequence: Vec<u64> = Vec::new();
     for call in 0..60u64 {
@@ -45,6 +45,12 @@ fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
         sequence = prompt;
         sequence.extend(generation);
     }
+    (lines, sequence)
+}
+
+#[test]
+fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
+    let (lines, sequence) = conversation();
     let data = lines.join("\n") + "\n";
     // The state indexes half the file: the tail is checked first, yet read after its parents.
     let half = data.len() / 2;
@@ -62,6 +68,35 @@ fn a_conversation_is_read_in_time_linear_in_its_new_tokens() {
         crate::store::record::take_tokens_read_from_digits(),
         sequence.len()
     );
+}
+
+#[test]
+fn appended_lines_share_the_tokens_of_lines_kept_from_earlier_reads() {
+    let (lines, sequence) = conversation();
+    let mut cache = LineCache::kept();
+    let mut data = String::new();
+    let mut read_from_digits = 0;
+    crate::store::record::take_tokens_read_from_digits();
+    // The file grows a line at a time, read again after each (as a followed rollout is).
+    for line in &lines {
+        data.push_str(line);
+        data.push('\n');
+        let mut issues = Vec::new();
+        let parsed = parse_records(
+            data.as_bytes(),
+            &RolloutState::absent(),
+            &mut issues,
+            &mut cache,
+            DEFAULT_LINE_LIMIT,
+        );
+        read_from_digits += crate::store::record::take_tokens_read_from_digits();
+        assert!(issues.is_empty(), "{issues:?}");
+        let last = parsed.records.last().unwrap();
+        let alone = TokenRecord::parse(line.as_bytes()).unwrap();
+        assert_eq!(format!("{last:?}"), format!("{alone:?}"));
+        crate::store::record::take_tokens_read_from_digits();
+    }
+    assert_eq!(read_from_digits, sequence.len());
 }
 
 #[test]

@@ -125,6 +125,30 @@ struct Arrays<'a> {
     large: bool,
 }
 
+/// Where a record's token arrays sit in its line (from `[` to `]`), to offer them again to
+/// the lines appended after it when the file is read again ([`EarlierArrays::offer`]).
+#[derive(Clone, Debug)]
+pub struct ArraySpans {
+    prompt: std::ops::Range<usize>,
+    generation: std::ops::Range<usize>,
+    large: bool,
+}
+
+impl ArraySpans {
+    /// The spans of `prompt` and `generation`, both slices of `line`.
+    pub(super) fn within(line: &[u8], prompt: &[u8], generation: &[u8], large: bool) -> Self {
+        let span = |part: &[u8]| {
+            let start = part.as_ptr() as usize - line.as_ptr() as usize;
+            start..start + part.len()
+        };
+        ArraySpans {
+            prompt: span(prompt),
+            generation: span(generation),
+            large,
+        }
+    }
+}
+
 /// What the fast path read from one line.
 pub(super) struct FastRecord<'a> {
     pub(super) raw: RawRecord,
@@ -154,6 +178,18 @@ impl<'a> EarlierArrays<'a> {
                 large,
             },
         );
+    }
+
+    /// Offer a record read in an earlier pass, its line `line` (the same bytes as then) and
+    /// its arrays at `spans` there, to the lines after it.
+    pub fn offer(&mut self, record: &super::TokenRecord, line: &'a [u8], spans: &ArraySpans) {
+        let (Some(prompt), Some(generation)) = (
+            line.get(spans.prompt.clone()),
+            line.get(spans.generation.clone()),
+        ) else {
+            return;
+        };
+        self.remember(record, prompt, generation, spans.large);
     }
 
     /// Number of records remembered.
@@ -453,7 +489,8 @@ mod tests {
         let mut earlier = EarlierArrays::default();
         let mut records = Vec::new();
         for line in lines {
-            let together = TokenRecord::parse_after(line.as_bytes(), &mut earlier);
+            let together =
+                TokenRecord::parse_after(line.as_bytes(), &mut earlier).map(|(record, _)| record);
             let alone = TokenRecord::parse(line.as_bytes());
             assert_eq!(format!("{together:?}"), format!("{alone:?}"), "{line}");
             records.extend(together.ok());

@@ -17,9 +17,9 @@ use super::seq::TokenSeq;
 mod deserialize;
 mod fast;
 
-pub use fast::EarlierArrays;
 #[cfg(test)]
 pub(crate) use fast::take_tokens_read_from_digits;
+pub use fast::{ArraySpans, EarlierArrays};
 
 /// Newest record schema this reader understands.
 pub(crate) const MAX_SCHEMA_VERSION: i64 = 5;
@@ -180,22 +180,24 @@ impl TokenRecord {
     }
 
     /// [`TokenRecord::parse`] for the next line of a pass over a file: a prompt that repeats
-    /// an earlier record's arrays byte for byte copies their tokens from `earlier`, and this
-    /// record's arrays are offered to the lines after it.
+    /// an earlier record's arrays byte for byte shares their tokens from `earlier`, and this
+    /// record's arrays are offered to the lines after it. Also returns where its arrays sit
+    /// in `line` (when the fast path read them), for a later pass ([`EarlierArrays::offer`]).
     pub fn parse_after<'a>(
         line: &'a [u8],
         earlier: &mut EarlierArrays<'a>,
-    ) -> Result<TokenRecord, RecordError> {
+    ) -> Result<(TokenRecord, Option<ArraySpans>), RecordError> {
         let Some(fast) = fast::parse(line, Some(earlier)) else {
-            return Self::parse_general(line);
+            return Self::parse_general(line).map(|record| (record, None));
         };
         let fast::FastRecord { raw, texts } = fast;
         let large = raw.large_ids;
         let record = raw.validate().map_err(RecordError::Invalid)?;
-        if let Some((prompt, generation)) = texts {
+        let spans = texts.map(|(prompt, generation)| {
             earlier.remember(&record, prompt, generation, large);
-        }
-        Ok(record)
+            ArraySpans::within(line, prompt, generation, large)
+        });
+        Ok((record, spans))
     }
 
     /// The serde parser: slower, takes any JSON, and words every error.
