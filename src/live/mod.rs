@@ -57,8 +57,21 @@ impl LiveRollout {
         for tail in self.tails_mut() {
             tail.forget();
         }
-        self.cache.clear();
+        self.cache = LineCache::kept();
         self.memo.clear();
+    }
+
+    /// Read a rollout once and cool it (the first scan): its lines are parsed as `build`
+    /// parses them, none kept for a next read that may never come.
+    fn read_once(location: RolloutLocation, options: &VerdictOptions) -> (Self, Analysis) {
+        let mut rollout = LiveRollout::new(location);
+        rollout.cache = LineCache::default();
+        let analysis = match rollout.refresh(options) {
+            Some(analysis) => analysis,
+            None => rollout.analyze(options),
+        };
+        rollout.cool();
+        (rollout, analysis)
     }
 
     /// Bytes of file content held (0 once cooled).
@@ -482,13 +495,10 @@ impl LiveStore {
                         let next = lock().pop_front();
                         let Some(location) = next else { break };
                         let options = crate::load::options_for(options, rows, &location);
-                        let mut rollout = LiveRollout::new(location);
-                        let analysis = match rollout.refresh(&options) {
-                            Some(analysis) => analysis,
-                            None => rollout.analyze(&options),
-                        };
-                        rollout.cool();
-                        if results.send((rollout, analysis)).is_err() {
+                        if results
+                            .send(LiveRollout::read_once(location, &options))
+                            .is_err()
+                        {
                             break;
                         }
                     }
