@@ -87,7 +87,8 @@ impl FileTail {
     /// Drop the bytes (the rollout is no longer followed closely); the stamp is kept, so
     /// an unchanged file is still not opened, and a changed one is read whole again.
     pub(crate) fn forget(&mut self) {
-        if self.data.take().is_some() {
+        if let Some(data) = self.data.take() {
+            crate::store::open::recycle(data);
             self.cold = true;
         }
     }

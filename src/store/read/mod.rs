@@ -220,11 +220,12 @@ impl FileBytes<'_> {
 
 /// Read one rollout. Never fails: problems become [`ReadIssue`]s.
 pub fn read_capture(location: &RolloutLocation) -> Capture {
-    capture_from(
-        location,
-        read_bytes(location).view(),
-        &mut LineCache::default(),
-    )
+    let mut bytes = read_bytes(location);
+    let capture = capture_from(location, bytes.view(), &mut LineCache::default());
+    if let Some(records) = bytes.records.take() {
+        super::open::recycle(records);
+    }
+    capture
 }
 
 /// The bytes of a rollout's files, each `None` when the file does not exist.
