@@ -121,7 +121,14 @@ impl App {
     /// The selected record as JSON, as the reader understood it.
     fn selected_record_json(&self) -> Option<String> {
         let r = &self.shown()?.capture.records[self.selected_record()?];
-        let value = serde_json::json!({
+        Some(record_json(r).to_string())
+    }
+}
+
+/// A record as JSON, as the reader understood it: ids with their exact values (a negative
+/// id as written, in the prompt and the generation alike).
+fn record_json(r: &crate::store::TokenRecord) -> serde_json::Value {
+    serde_json::json!({
             "schema_version": r.schema_version,
             "rollout_id": r.rollout_id,
             "model_call_id": r.model_call_id,
@@ -132,7 +139,10 @@ impl App {
             "parent_resolution_reason": r.parent_resolution_reason,
             "prompt_is_delta": r.prompt_is_delta,
             "prompt_token_ids": &r.prompt_token_ids,
-            "generation_token_ids": &r.generation_token_ids[..],
+            "generation_token_ids": crate::store::TokenSeq::from_ids(
+                r.generation_token_ids.clone(),
+                r.negative_ids
+            ),
             "generation_log_probs": &r.generation_log_probs[..],
             "cum_len": r.cum_len,
             "digest": r.digest,
@@ -142,14 +152,21 @@ impl App {
             "continuation_context_len": r.continuation_context_len,
             "continuation_context_digest": r.continuation_context_digest,
             "fingerprint_version": r.fingerprint_version,
-        });
-        Some(value.to_string())
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_yanks_its_negative_ids_as_written() {
+        let line = r#"{"rollout_id":"r","model_call_id":"c","prompt_token_ids":[-1,2],"generation_token_ids":[-3],"generation_log_probs":[-0.5]}"#;
+        let record = crate::store::TokenRecord::parse(line.as_bytes()).unwrap();
+        let json = record_json(&record);
+        assert_eq!(json["prompt_token_ids"], serde_json::json!([-1, 2]));
+        assert_eq!(json["generation_token_ids"], serde_json::json!([-3]));
+    }
 
     #[test]
     fn base64_matches_the_standard_vectors() {

@@ -225,6 +225,17 @@ pub const FIRST_SCAN_BATCH: Duration = Duration::from_millis(25);
 /// See [`HOT_ROLLOUTS`].
 pub const HOT_BYTES: usize = 160 << 20;
 
+/// Move the rollouts of `focus` still in `queue` to its front, in `focus`'s order.
+fn to_front(queue: &mut VecDeque<RolloutLocation>, focus: &[RolloutLocation]) {
+    for location in focus.iter().rev() {
+        if let Some(at) = queue.iter().position(|l| l == location)
+            && let Some(wanted) = queue.remove(at)
+        {
+            queue.push_front(wanted);
+        }
+    }
+}
+
 /// Every rollout of some store directories, followed incrementally.
 #[derive(Debug)]
 pub struct LiveStore {
@@ -480,6 +491,12 @@ impl LiveStore {
             .collect();
         let total = pending.len();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut pending = pending;
+        // What the UI looks at already is read first (later requests come between batches).
+        if let Some(focus) = requests() {
+            to_front(&mut pending, &focus);
+            self.focus = focus;
+        }
         let queue = Mutex::new(pending);
         let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
         // The workers read; this thread hands their results on, so no core waits for another
@@ -525,15 +542,7 @@ impl LiveStore {
                 if let Some(focus) = requests() {
                     // Looked at first: those read already are answered now, the others are
                     // moved to the front of the queue.
-                    let mut queue = lock();
-                    for location in focus.iter().rev() {
-                        if let Some(at) = queue.iter().position(|l| l == location)
-                            && let Some(wanted) = queue.remove(at)
-                        {
-                            queue.push_front(wanted);
-                        }
-                    }
-                    drop(queue);
+                    to_front(&mut lock(), &focus);
                     events.extend(store.set_focus(focus));
                 }
                 Some(events.into_iter().all(&mut *send))

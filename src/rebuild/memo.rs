@@ -59,6 +59,10 @@ impl DigestMemo {
     }
 
     /// The digest of `record`'s cumulative sequence `cumulative`.
+    ///
+    /// Keyed by the prompt's last node and the generation's array: a prompt's node may be
+    /// another record's (an empty prompt is 0; a prompt repeating a parent whose generation
+    /// is empty ends in the parent's node), but each record's generation array is its own.
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
         let key = (
             record.prompt_token_ids.addr(),

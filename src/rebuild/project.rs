@@ -115,7 +115,7 @@ impl ChainText {
 struct RawJson<'a>(&'a str);
 
 /// Bytes of chain JSON a thread keeps for the next call between reports.
-const CHAIN_JSON_KEPT: usize = 64 << 20;
+const CHAIN_JSON_KEPT: usize = 16 << 20;
 
 impl serde::Serialize for RawJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

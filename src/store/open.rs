@@ -74,11 +74,16 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> 
 pub(crate) fn read_up_to(file: File, limit: u64) -> io::Result<Vec<u8>> {
     let size = usize::try_from(limit).unwrap_or(0).min(1 << 30);
     // Small files get a buffer of their own size (a state file may be kept for long).
-    let mut data = if size >= SPARE_FROM {
-        SPARE.take()
-    } else {
-        Vec::new()
-    };
+    let mut data = Vec::new();
+    if size >= SPARE_FROM {
+        let spare = SPARE.take();
+        // Not a buffer much larger than the file: a kept file would hold its whole capacity.
+        if spare.capacity() <= size.saturating_mul(2) {
+            data = spare;
+        } else {
+            SPARE.set(spare);
+        }
+    }
     data.clear();
     data.reserve_exact(size);
     file.take(limit).read_to_end(&mut data)?;

@@ -121,7 +121,9 @@ struct Arrays<'a> {
     generation_text: &'a [u8],
     prompt: TokenSeq,
     generation: Arc<[u64]>,
-    /// Some id is above 2⁶³−1.
+    /// Some id of the record is above 2⁶³−1 (of any of its arrays, an over-written duplicate
+    /// key's too: it only has to be true when one of these is; it matters only next to a
+    /// negative id, which the fast path never reads).
     large: bool,
 }
 
@@ -553,12 +555,16 @@ mod tests {
     #[test]
     fn large_ids_travel_with_the_repeat() {
         let lines = [
-            record("a", None, "[18446744073709551615]", "[1]"),
-            record("b", Some("a"), "[18446744073709551615,1,2]", "[8]"),
+            record("a", None, "[9999999999999999999]", "[1]"),
+            record("b", Some("a"), "[9999999999999999999,1,2]", "[8]"),
         ];
         let records = same_as_alone(&lines);
-        assert_eq!(records[1].prompt_token_ids.get(0), Some(u64::MAX));
-        // Both ways of reading took the fast path and kept the id exactly.
+        // 19 digits, above 2⁶³−1: read by the fast path, shared, and kept exactly.
+        assert_eq!(
+            records[1].prompt_token_ids.get(0),
+            Some(9_999_999_999_999_999_999)
+        );
+        assert!(records[1].prompt_token_ids.first_negative(3).is_none());
         assert!(!records[1].negative_ids);
     }
 
