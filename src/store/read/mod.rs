@@ -525,10 +525,17 @@ fn parse_records(
     // line already holds): the tail check and the full read share the results, and a kept
     // cache carries them over to the next read of a growing file.
     // A line kept from an earlier read offers its arrays to the new lines after it.
+    // Only the last lines before the first new one are offered: a call's parent is almost
+    // always among the calls just before it, and offering every kept line would cost each
+    // append work in proportion to the file (an older parent's child is simply read whole).
     let all_lines = split_lines(&newlines, 0, data.len());
-    if all_lines.iter().any(|key| !cache.lines.contains_key(key)) {
+    if let Some(first_new) = all_lines
+        .iter()
+        .position(|key| !cache.lines.contains_key(key))
+    {
         let mut earlier = EarlierArrays::default();
-        for (start, end) in all_lines {
+        let offered_from = first_new.saturating_sub(OFFERED_KEPT_LINES);
+        for (start, end) in all_lines.into_iter().skip(offered_from) {
             match cache.lines.get(&(start, end)) {
                 Some(Some(Ok(record))) => {
                     if let Some(spans) = cache.spans.get(&(start, end)) {
@@ -696,6 +703,9 @@ fn parse_records(
         acknowledged_len: cut,
     }
 }
+
+/// Kept lines offered to the new lines of a growing file (see `parse_records`).
+const OFFERED_KEPT_LINES: usize = 16;
 
 /// Parse the line at `start..end` of `data`, after the lines `earlier` remembers; also where
 /// its token arrays sit in it (see [`TokenRecord::parse_after`]).
