@@ -61,15 +61,20 @@ impl LiveRollout {
         self.memo.clear();
     }
 
+    /// A rollout not read before: read it, and its analysis even when it has no file to read.
+    fn read_new(&mut self, options: &VerdictOptions) -> Analysis {
+        match self.refresh(options) {
+            Some(analysis) => analysis,
+            None => self.analyze(options),
+        }
+    }
+
     /// Read a rollout once and cool it (the first scan): its lines are parsed as `build`
     /// parses them, none kept for a next read that may never come.
     fn read_once(location: RolloutLocation, options: &VerdictOptions) -> (Self, Analysis) {
         let mut rollout = LiveRollout::new(location);
         rollout.cache = LineCache::default();
-        let analysis = match rollout.refresh(options) {
-            Some(analysis) => analysis,
-            None => rollout.analyze(options),
-        };
+        let analysis = rollout.read_new(options);
         rollout.cool();
         (rollout, analysis)
     }
@@ -569,10 +574,7 @@ impl LiveStore {
             std::collections::hash_map::Entry::Vacant(new) => {
                 // A new rollout is always reported, even with no file to read (a lock only).
                 let rollout = new.insert(LiveRollout::new(location.clone()));
-                Some(match rollout.refresh(&options) {
-                    Some(analysis) => analysis,
-                    None => rollout.analyze(&options),
-                })
+                Some(rollout.read_new(&options))
             }
         };
         let mut events = Vec::new();

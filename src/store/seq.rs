@@ -110,9 +110,15 @@ impl TokenSeq {
 
     /// The chunks in order with their signedness.
     fn nodes(&self) -> Vec<&SeqNode> {
+        self.nodes_after(0)
+    }
+
+    /// The nodes after the first `start` tokens, in order, where `start` is the end of one of
+    /// this sequence's nodes (or 0): only the nodes after it are walked.
+    fn nodes_after(&self, start: usize) -> Vec<&SeqNode> {
         let mut out = Vec::new();
         let mut current = self.0.as_deref();
-        while let Some(node) = current {
+        while let Some(node) = current.filter(|node| node.len > start) {
             out.push(node);
             current = node.prefix.0.as_deref();
         }
@@ -191,27 +197,13 @@ impl TokenSeq {
 
     /// The chunks in order; concatenated they are the sequence.
     pub(crate) fn chunks(&self) -> Vec<&[u64]> {
-        let mut out = Vec::new();
-        let mut current = self.0.as_deref();
-        while let Some(node) = current {
-            out.push(&node.chunk[..]);
-            current = node.prefix.0.as_deref();
-        }
-        out.reverse();
-        out
+        self.chunks_after(0)
     }
 
-    /// The chunks after the first `start` tokens, in order, where `start` is the end of one
-    /// of this sequence's nodes (or 0): only the nodes after it are walked.
+    /// The chunks after the first `start` tokens (see [`TokenSeq::nodes_after`]).
     fn chunks_after(&self, start: usize) -> Vec<&[u64]> {
-        let mut out = Vec::new();
-        let mut current = self.0.as_deref();
-        while let Some(node) = current.filter(|node| node.len > start) {
-            out.push(&node.chunk[..]);
-            current = node.prefix.0.as_deref();
-        }
-        out.reverse();
-        out
+        let nodes = self.nodes_after(start);
+        nodes.into_iter().map(|node| &node.chunk[..]).collect()
     }
 
     /// The token arrays this sequence is made of, in order, when there are at most `max`.

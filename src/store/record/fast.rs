@@ -31,11 +31,7 @@ struct Scanner<'a> {
 
 impl<'a> Scanner<'a> {
     fn skip_ws(&mut self) {
-        while self.at < self.bytes.len()
-            && matches!(self.bytes[self.at], b' ' | b'\n' | b'\r' | b'\t')
-        {
-            self.at += 1;
-        }
+        self.at = skip_ws(self.bytes, self.at);
     }
 
     fn eat(&mut self, byte: u8) -> Option<()> {
@@ -373,10 +369,26 @@ fn scan_token_array(bytes: &[u8], out: &mut Vec<u64>) -> Option<(usize, bool)> {
 
 /// Go on reading an array whose last number ended at `i`.
 fn after_number(bytes: &[u8], i: usize, out: &mut Vec<u64>) -> Option<(usize, bool)> {
+    match separator(bytes, i)? {
+        Separator::Comma(next) => numbers(bytes, next, out),
+        Separator::Close(end) => Some((end, false)),
+    }
+}
+
+/// What follows a number of an array, past it.
+enum Separator {
+    /// A comma: another number follows from here.
+    Comma(usize),
+    /// The closing bracket: the array ends here.
+    Close(usize),
+}
+
+/// The separator after a number that ends at `i` (whitespace around it allowed), or `None`.
+fn separator(bytes: &[u8], i: usize) -> Option<Separator> {
     let i = skip_ws(bytes, i);
     match bytes.get(i) {
-        Some(b',') => numbers(bytes, i + 1, out),
-        Some(b']') => Some((i + 1, false)),
+        Some(b',') => Some(Separator::Comma(i + 1)),
+        Some(b']') => Some(Separator::Close(i + 1)),
         _ => None,
     }
 }
@@ -431,17 +443,9 @@ fn read_numbers(bytes: &[u8], mut i: usize, out: &mut Vec<u64>) -> Option<(usize
             return None;
         }
         out.push(value);
-        match bytes.get(i) {
-            Some(b',') => i += 1,
-            Some(b']') => return Some((i + 1, large)),
-            _ => {
-                i = skip_ws(bytes, i);
-                match bytes.get(i) {
-                    Some(b',') => i += 1,
-                    Some(b']') => return Some((i + 1, large)),
-                    _ => return None,
-                }
-            }
+        match separator(bytes, i)? {
+            Separator::Comma(next) => i = next,
+            Separator::Close(end) => return Some((end, large)),
         }
     }
 }
