@@ -3,11 +3,11 @@
 //! `cargo bench --bench scale` measures, in this process, what the explorer does:
 //! - **cold open**: time until the first rollouts are on the list, until the whole list has
 //!   its verdicts, and resident memory once loaded (the watcher and the app together, the UI
-//!   drawn into a test backend after every batch as the event loop would);
+//!   drawn into a test backend as the event loop would: when its `FramePacer` says);
 //! - **live**: a writer (a child process) continues the chains of 50 live rollouts at 200
 //!   records/s in all (each record the child of the one before); the CPU
-//!   this process spends (watcher and UI, drawing as the event loop does: at most one frame
-//!   per 30 ms input poll), and the p99 from a record's fsync to the list showing it.
+//!   this process spends (watcher and UI, drawing as the event loop does: store changes at
+//!   most every `STORE_FRAME`), and the p99 from a record's fsync to a frame showing it.
 //!
 //! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
 //! default 2,000; ~2 GB), or taken from `TOKSCOPE_SCALE_STORE`.
@@ -22,6 +22,7 @@ use ratatui::backend::TestBackend;
 use tokscope::app::{App, Message};
 use tokscope::live::StoreEvent;
 use tokscope::live::watch::{WatchOptions, watch};
+use tokscope::term::FramePacer;
 use tokscope::verdict::VerdictOptions;
 
 const LIVE_ROLLOUTS: usize = 50;
@@ -220,48 +221,61 @@ fn main() {
     let mut first_rows = None;
     let mut first_view = None;
     let mut ready = None;
-    let mut frames = 0usize;
-    // What the event loop does after a batch: draw, then hand the watcher the app's
-    // requests for the rollouts it looks at.
-    let draw = |app: &mut App, terminal: &mut Terminal<TestBackend>| {
+    let frames = std::cell::Cell::new(0usize);
+    // What the event loop does: draw when its pacer says (store changes at most every
+    // `STORE_FRAME`), then hand the watcher the app's requests for the rollouts it looks at.
+    let mut pacer = FramePacer::default();
+    let draw = |app: &mut App, terminal: &mut Terminal<TestBackend>, pacer: &mut FramePacer| {
+        let now = Instant::now();
+        if !pacer.due(now) {
+            return false;
+        }
         let mut drawn = tokscope::ui::Drawn::default();
         terminal
             .draw(|frame| drawn = tokscope::ui::draw(frame, app, theme))
             .unwrap();
+        pacer.drawn(now);
+        frames.set(frames.get() + 1);
         for message in drawn.messages() {
-            app.update(message);
+            pacer.input(app.update(message));
         }
         if let Some(rollouts) = app.detail_requests() {
             handle.focus(rollouts);
         }
+        true
     };
-    draw(&mut app, &mut terminal);
+    pacer.input(true);
+    draw(&mut app, &mut terminal, &mut pacer);
+    let mut all_read = false;
     while ready.is_none() {
         let first = handle.events.recv_timeout(Duration::from_millis(30));
         let mut batch: Vec<StoreEvent> = first.into_iter().collect();
         batch.extend(handle.events.try_iter());
-        if batch.iter().any(|e| matches!(e, StoreEvent::Ready)) {
-            ready = Some(started.elapsed());
-        }
+        all_read |= batch.iter().any(|e| matches!(e, StoreEvent::Ready));
         if !batch.is_empty() {
-            app.update(Message::Store(batch));
-            draw(&mut app, &mut terminal);
-            frames += 1;
+            pacer.store(app.update(Message::Store(batch)));
         }
-        if first_rows.is_none() && !app.list.rows.is_empty() {
-            first_rows = Some(started.elapsed());
-        }
-        if first_view.is_none() && app.view.is_some() {
-            first_view = Some(started.elapsed());
+        // Figures are taken when a frame shows them.
+        if draw(&mut app, &mut terminal, &mut pacer) {
+            if first_rows.is_none() && !app.list.rows.is_empty() {
+                first_rows = Some(started.elapsed());
+            }
+            if first_view.is_none() && app.view.is_some() {
+                first_view = Some(started.elapsed());
+            }
+            if all_read {
+                ready = Some(started.elapsed());
+            }
         }
     }
     let (rss, peak) = memory_mb();
     println!(
-        "cold open: first rollouts on the list after {:.2} s, the first rollout's panes after {:.2} s, all {} with verdicts after {:.2} s ({frames} frames)",
+        "cold open: first rollouts on the list after {:.2} s, the first rollout's panes after {:.2} s, all {} with verdicts after {:.2} s ({} frames)",
         first_rows.unwrap_or_default().as_secs_f64(),
         first_view.unwrap_or_default().as_secs_f64(),
         app.list.rows.len(),
         ready.unwrap_or_default().as_secs_f64(),
+        frames.get(),
     );
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
     // `TOKSCOPE_SCALE_COLD_ONLY=1` stops here (to profile the cold open alone).
@@ -287,14 +301,16 @@ fn main() {
     let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
     let mut shown = 0usize;
     while shown < total && Instant::now() < deadline {
-        // As the event loop: wait for input up to 30 ms, then take what the watcher sent.
+        // As the event loop: wait for input up to 30 ms, take what the watcher sent, draw
+        // when the pacer says.
         std::thread::sleep(Duration::from_millis(30));
         let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
-        if batch.is_empty() {
+        if !batch.is_empty() {
+            pacer.store(app.update(Message::Store(batch)));
+        }
+        if !draw(&mut app, &mut terminal, &mut pacer) {
             continue;
         }
-        app.update(Message::Store(batch));
-        draw(&mut app, &mut terminal);
         let at = tokscope_testkit::unix_now();
         shown = 0;
         for id in &live_ids {

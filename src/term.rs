@@ -153,6 +153,55 @@ fn worker_failed() -> bool {
     WORKER_PANIC.lock().map_or(true, |slot| slot.is_some())
 }
 
+/// Changes from the store (and the clock) are drawn at most this often; what the user does is
+/// drawn at once. A store written by hundreds of calls a second would otherwise cost a frame
+/// per input poll, and nobody reads a list that changes faster than this.
+pub const STORE_FRAME: Duration = Duration::from_millis(100);
+
+/// When the event loop draws: at once after input, at most every [`STORE_FRAME`] after
+/// changes from the store or the clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FramePacer {
+    last: Option<Instant>,
+    input: bool,
+    store: bool,
+}
+
+impl FramePacer {
+    /// The user's input changed what is shown (`changed` as [`App::update`] returned it).
+    pub fn input(&mut self, changed: bool) {
+        self.input |= changed;
+    }
+
+    /// The store or the clock changed what is shown.
+    pub fn store(&mut self, changed: bool) {
+        self.store |= changed;
+    }
+
+    /// Whether to draw now.
+    pub fn due(&self, now: Instant) -> bool {
+        self.input
+            || (self.store
+                && self
+                    .last
+                    .is_none_or(|last| now.saturating_duration_since(last) >= STORE_FRAME))
+    }
+
+    /// A frame was drawn at `now`: everything noted so far is on the screen.
+    pub fn drawn(&mut self, now: Instant) {
+        *self = FramePacer {
+            last: Some(now),
+            input: false,
+            store: false,
+        };
+    }
+
+    /// When the last frame was drawn.
+    pub fn last_drawn(&self) -> Option<Instant> {
+        self.last
+    }
+}
+
 fn event_loop(
     app: &mut App,
     watch: Option<&Watch>,
@@ -167,8 +216,8 @@ fn event_loop(
     let size = terminal.size()?;
     let screen = Rect::new(0, 0, size.width, size.height);
     app.update(Message::Resize(viewport_for(screen, app.zoomed())));
-    let mut dirty = true;
-    let mut last_draw = Instant::now();
+    let mut pacer = FramePacer::default();
+    pacer.input(true);
     let mut last_check = Instant::now();
     loop {
         if app.quit {
@@ -189,8 +238,12 @@ fn event_loop(
         }
         // Ages and highlights move with the clock: then redraw twice a second; an idle
         // screen is not redrawn at all.
-        let clock = app.animating() && last_draw.elapsed() >= Duration::from_millis(500);
-        if dirty || clock {
+        let now = Instant::now();
+        let clock = app.animating()
+            && pacer.last_drawn().is_none_or(|last| {
+                now.saturating_duration_since(last) >= Duration::from_millis(500)
+            });
+        if pacer.due(now) || clock {
             let mut drawn = Drawn::default();
             if terminal
                 .draw(|frame| drawn = draw(frame, app, theme))
@@ -198,10 +251,9 @@ fn event_loop(
             {
                 return Ok(Ended::TerminalLost);
             }
-            last_draw = Instant::now();
-            dirty = false;
+            pacer.drawn(now);
             for message in drawn.messages() {
-                dirty |= app.update(message);
+                pacer.input(app.update(message));
             }
         }
         // Input first, and never behind a rebuild: those run on the watcher thread.
@@ -223,7 +275,7 @@ fn event_loop(
                     Ok(_) => None,
                 };
                 if let Some(message) = message {
-                    dirty |= app.update(message);
+                    pacer.input(app.update(message));
                 }
                 if let Some(text) = app.take_clipboard() {
                     // OSC 52: the terminal (even over SSH) puts it on the clipboard.
@@ -239,7 +291,7 @@ fn event_loop(
         if let Some(watch) = watch {
             let changes: Vec<_> = watch.events.try_iter().collect();
             if !changes.is_empty() {
-                dirty |= app.update(Message::Store(changes));
+                pacer.store(app.update(Message::Store(changes)));
             }
             if let Some(rollouts) = app.detail_requests() {
                 watch.focus(rollouts);
@@ -248,6 +300,40 @@ fn event_loop(
                 watch.replay(rollouts);
             }
         }
-        dirty |= app.update(Message::Tick(Instant::now()));
+        pacer.store(app.update(Message::Tick(Instant::now())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_is_drawn_at_once_and_store_changes_at_most_every_store_frame() {
+        let start = Instant::now();
+        let mut pacer = FramePacer::default();
+        assert!(!pacer.due(start), "nothing changed: nothing drawn");
+        pacer.store(true);
+        assert!(pacer.due(start), "the first frame is not held back");
+        pacer.drawn(start);
+        pacer.store(true);
+        let soon = start + STORE_FRAME / 2;
+        assert!(
+            !pacer.due(soon),
+            "a store change waits for the next store frame"
+        );
+        pacer.input(false);
+        assert!(!pacer.due(soon), "input that changed nothing draws nothing");
+        pacer.input(true);
+        assert!(pacer.due(soon), "input is drawn at once");
+        pacer.drawn(soon);
+        assert!(!pacer.due(soon + STORE_FRAME), "all drawn: nothing due");
+        pacer.store(true);
+        assert!(!pacer.due(soon + STORE_FRAME / 2));
+        assert!(
+            pacer.due(soon + STORE_FRAME),
+            "then drawn when its frame comes"
+        );
+        assert_eq!(pacer.last_drawn(), Some(soon));
     }
 }

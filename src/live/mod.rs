@@ -41,7 +41,7 @@ impl LiveRollout {
     /// Follow the rollout at `location`.
     pub fn new(location: RolloutLocation) -> LiveRollout {
         LiveRollout {
-            records: FileTail::new(location.path(FileKind::Records), true),
+            records: FileTail::records(location.path(FileKind::Records)),
             intents: FileTail::new(location.path(FileKind::Intents), true),
             sentinel: FileTail::new(location.path(FileKind::Incomplete), true),
             state: FileTail::new(location.path(FileKind::State), false),
@@ -79,12 +79,14 @@ impl LiveRollout {
         (rollout, analysis)
     }
 
-    /// Bytes of file content held (0 once cooled).
+    /// Memory held for the next read: the small files' bytes, the records file's unfinished
+    /// last line, and (an estimate) the parsed records (0 once cooled).
     pub fn resident_bytes(&self) -> usize {
         [&self.state, &self.intents, &self.records, &self.sentinel]
             .iter()
-            .map(|tail| tail.bytes().map_or(0, <[u8]>::len))
-            .sum()
+            .map(|tail| tail.held_bytes())
+            .sum::<usize>()
+            + self.cache.held_bytes()
     }
 
     /// Whether any of its files' bytes were dropped.
@@ -169,12 +171,14 @@ impl LiveRollout {
         let io_issues = self.io_issues();
         let bytes = FileBytes {
             state: self.state.bytes(),
-            records: self.records.bytes(),
+            records: self.records.view(),
             intents: self.intents.bytes(),
             sentinel: self.sentinel.bytes(),
             io_issues: &io_issues,
         };
         let capture = capture_from(&self.location, bytes, &mut self.cache);
+        // The lines read are parsed and kept: their bytes are not.
+        self.records.settle(self.cache.resume() as u64);
         let options = VerdictOptions {
             digest_memo: Some(std::sync::Arc::clone(&self.memo)),
             ..options.clone()

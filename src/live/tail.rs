@@ -1,12 +1,16 @@
 //! Incremental reading of one file: only new bytes of a growing file are read; truncation,
 //! replacement (a new inode) and deletion are detected and answered with a full re-read.
+//! A records file is followed without holding its bytes: once its lines are parsed, only an
+//! unfinished last line is kept, and the file stays open to read a line again by offset.
 
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::store::open::{open_regular, read_up_to};
+use crate::store::open::{open_regular, read_up_to, recycle, spare_buffer};
+use crate::store::read::RecordsBytes;
 
 /// What a refresh found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,15 +48,25 @@ impl Stamp {
     }
 }
 
+/// Capacity a settled file's buffer may keep beyond four times its unfinished line.
+const KEPT_CAPACITY: usize = 64 << 10;
+
 /// A file followed by offset.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FileTail {
     path: PathBuf,
     /// Whether the file only ever grows (records, intents, sentinel); others are re-read whole.
     append_only: bool,
     /// The version read last (or that failed last).
     stamp: Option<Stamp>,
+    /// The bytes from `base` to the end read (`None`: no file, or not readable).
     data: Option<Vec<u8>>,
+    /// Offset of `data` in the file: 0, unless [`FileTail::settle`] dropped parsed bytes.
+    base: u64,
+    /// Settled files ([`FileTail::records`]) stay open while followed: an append is read
+    /// without opening the file again, and a parsed line is read again by offset.
+    settles: bool,
+    handle: Option<File>,
     /// The bytes were dropped ([`FileTail::forget`]); the stamp still says what was read.
     cold: bool,
     error: Option<String>,
@@ -68,15 +82,60 @@ impl FileTail {
             append_only,
             stamp: None,
             data: None,
+            base: 0,
+            settles: false,
+            handle: None,
             cold: false,
             error: None,
             bytes_read: 0,
         }
     }
 
-    /// The bytes known so far (`None`: the file does not exist or cannot be read).
+    /// Follow a records file: its bytes are dropped once parsed ([`FileTail::settle`]).
+    pub fn records(path: PathBuf) -> FileTail {
+        FileTail {
+            settles: true,
+            ..FileTail::new(path, true)
+        }
+    }
+
+    /// The bytes known so far (`None`: the file does not exist or cannot be read); of a
+    /// settled file, only those from where its parsing must resume.
     pub fn bytes(&self) -> Option<&[u8]> {
         self.data.as_deref()
+    }
+
+    /// The bytes at hand as a records read sees them: from their offset on, the file open
+    /// for the bytes before.
+    pub(crate) fn view(&self) -> Option<RecordsBytes<'_>> {
+        self.data.as_deref().map(|fresh| RecordsBytes {
+            fresh,
+            base: self.base as usize,
+            file: self.handle.as_ref(),
+        })
+    }
+
+    /// Every line before offset `resume` is parsed: drop their bytes (a settled file only).
+    pub(crate) fn settle(&mut self, resume: u64) {
+        let Some(data) = self.data.as_mut().filter(|_| self.settles) else {
+            return;
+        };
+        let done = resume.saturating_sub(self.base).min(data.len() as u64) as usize;
+        data.drain(..done);
+        self.base += done as u64;
+        // The buffer goes back to the thread's spare (the next append is read into it, with
+        // no fresh pages to fault in); an unfinished line keeps a buffer of its own size.
+        if data.is_empty() {
+            recycle(std::mem::take(data));
+        } else if data.capacity() > (4 * data.len()).max(KEPT_CAPACITY) {
+            let rest = data.clone();
+            recycle(std::mem::replace(data, rest));
+        }
+    }
+
+    /// Memory the bytes hold (their buffer's capacity).
+    pub fn held_bytes(&self) -> usize {
+        self.data.as_ref().map_or(0, Vec::capacity)
     }
 
     /// Why the file cannot be read, when it cannot.
@@ -87,8 +146,10 @@ impl FileTail {
     /// Drop the bytes (the rollout is no longer followed closely); the stamp is kept, so
     /// an unchanged file is still not opened, and a changed one is read whole again.
     pub(crate) fn forget(&mut self) {
+        self.handle = None;
         if let Some(data) = self.data.take() {
-            crate::store::open::recycle(data);
+            recycle(data);
+            self.base = 0;
             self.cold = true;
         }
     }
@@ -125,25 +186,41 @@ impl FileTail {
             return Change::None;
         }
         self.cold = false;
-        let (file, meta) = match open_regular(&self.path) {
-            Ok(Some(opened)) => opened,
-            Ok(None) => return self.gone(),
-            Err(e) => return self.failed(Some(stamp), &e),
+        // A settled file's handle is used again while the path names the same file.
+        let kept = self.handle.take().filter(|_| {
+            self.stamp
+                .is_some_and(|known| known.identity == stamp.identity)
+        });
+        let (file, stamp) = match kept {
+            Some(file) => (file, stamp),
+            None => match open_regular(&self.path) {
+                Ok(Some((file, meta))) => (file, Stamp::of(&meta)),
+                Ok(None) => return self.gone(),
+                Err(e) => return self.failed(Some(stamp), &e),
+            },
         };
-        match self.read(file, Stamp::of(&meta)) {
-            Ok(change) => change,
+        match self.read(&file, stamp) {
+            Ok(change) => {
+                if self.settles {
+                    self.handle = Some(file);
+                }
+                change
+            }
             Err(e) => self.failed(Some(stamp), &e),
         }
     }
 
-    fn read(&mut self, mut file: std::fs::File, stamp: Stamp) -> std::io::Result<Change> {
-        let known = self.data.as_ref().map_or(0, |d| d.len() as u64);
+    fn read(&mut self, mut file: &File, stamp: Stamp) -> std::io::Result<Change> {
+        let known = self.base + self.data.as_ref().map_or(0, |d| d.len() as u64);
         let same_file =
             self.data.is_some() && self.stamp.is_some_and(|s| s.identity == stamp.identity);
         self.error = None;
         if same_file && self.append_only && stamp.len > known {
             file.seek(SeekFrom::Start(known))?;
             let data = self.data.get_or_insert_with(Vec::new);
+            if data.capacity() == 0 {
+                *data = spare_buffer();
+            }
             let read = file.take(stamp.len - known).read_to_end(data)? as u64;
             self.bytes_read += read;
             self.stamp = Some(stamp);
@@ -154,10 +231,14 @@ impl FileTail {
             });
         }
         // New, truncated, replaced or rewritten in place: read it whole (as it was at open).
+        file.seek(SeekFrom::Start(0))?;
         let data = read_up_to(file, stamp.len)?;
         self.bytes_read += data.len() as u64;
-        let unchanged = self.data.as_deref() == Some(&data[..]);
-        self.data = Some(data);
+        let unchanged = self.base == 0 && self.data.as_deref() == Some(&data[..]);
+        if let Some(old) = self.data.replace(data) {
+            recycle(old);
+        }
+        self.base = 0;
         self.stamp = Some(stamp);
         Ok(if unchanged {
             Change::None
@@ -167,6 +248,8 @@ impl FileTail {
     }
 
     fn gone(&mut self) -> Change {
+        self.handle = None;
+        self.base = 0;
         let existed = self.data.take().is_some() | self.error.take().is_some()
             || std::mem::take(&mut self.cold);
         self.stamp = None;
@@ -182,6 +265,8 @@ impl FileTail {
         let message = error.to_string();
         let repeat = self.error.as_deref() == Some(message.as_str()) && self.stamp == stamp;
         self.data = None;
+        self.base = 0;
+        self.handle = None;
         self.cold = false;
         self.stamp = stamp;
         self.error = Some(message);

@@ -71,7 +71,7 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> 
 
 /// Read at most `limit` bytes of an open file (the size it had at open: a file that grows
 /// meanwhile is read up to there, the rest on the next read).
-pub(crate) fn read_up_to(file: File, limit: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     let size = usize::try_from(limit).unwrap_or(0).min(1 << 30);
     // Small files get a buffer of their own size (a state file may be kept for long).
     let mut data = Vec::new();
@@ -117,10 +117,17 @@ pub(crate) fn recycle(buffer: Vec<u8>) {
     }
 }
 
+/// This thread's spare read buffer (empty; with its capacity), for bytes held only briefly.
+pub(crate) fn spare_buffer() -> Vec<u8> {
+    let mut spare = SPARE.take();
+    spare.clear();
+    spare
+}
+
 /// Read a whole regular file as it was at open; `Ok(None)` when it does not exist.
 pub(crate) fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match open_regular(path)? {
-        Some((file, meta)) => read_up_to(file, meta.len()).map(Some),
+        Some((file, meta)) => read_up_to(&file, meta.len()).map(Some),
         None => Ok(None),
     }
 }
@@ -141,7 +148,7 @@ pub(crate) fn read_argument_file(path: &Path, max_bytes: u64) -> io::Result<Vec<
             ),
         ));
     }
-    read_up_to(file, meta.len())
+    read_up_to(&file, meta.len())
 }
 
 #[cfg(test)]

@@ -83,6 +83,11 @@ impl TokenSeq {
         })
     }
 
+    /// Length of the last chunk (of a record's prompt: the ids it adds to those it shares).
+    pub(crate) fn last_chunk_len(&self) -> usize {
+        self.0.as_ref().map_or(0, |node| node.chunk.len())
+    }
+
     /// An address identifying this sequence's last node while it lives (0 when empty): a key
     /// for what was computed from the sequence.
     pub(crate) fn addr(&self) -> usize {

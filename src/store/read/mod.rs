@@ -6,17 +6,19 @@
 //! It also keeps everything the freeze would throw away — records after a refused line, the
 //! position of every bad line — so a corrupt rollout can still be triaged.
 
-use std::collections::{HashMap, HashSet};
+mod records;
+
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sha2::{Digest, Sha256};
-
 use super::layout::{FileKind, RolloutLocation};
-use super::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
+use super::record::TokenRecord;
 use super::state::RolloutState;
+pub(crate) use records::{LineCache, RecordsBytes};
+use records::{parse_records, strip};
 
 /// Where a record line sits in its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +185,7 @@ impl RolloutBytes {
     pub fn view(&self) -> FileBytes<'_> {
         FileBytes {
             state: self.state.as_deref(),
-            records: self.records.as_deref(),
+            records: self.records.as_deref().map(RecordsBytes::whole),
             intents: self.intents.as_deref(),
             sentinel: self.sentinel.as_deref(),
             io_issues: &self.io_issues,
@@ -196,8 +198,8 @@ impl RolloutBytes {
 pub(crate) struct FileBytes<'a> {
     /// `<rid>.tokens.state.json`.
     pub state: Option<&'a [u8]>,
-    /// `<rid>.tokens.jsonl`.
-    pub records: Option<&'a [u8]>,
+    /// `<rid>.tokens.jsonl` (all its bytes, or those a followed file grew by).
+    pub records: Option<RecordsBytes<'a>>,
     /// `<rid>.tokens.intents`.
     pub intents: Option<&'a [u8]>,
     /// `<rid>.tokens.incomplete`.
@@ -246,7 +248,7 @@ pub struct RolloutFiles<'a> {
 pub fn capture_of_bytes(location: &RolloutLocation, files: RolloutFiles<'_>) -> Capture {
     let bytes = FileBytes {
         state: files.state,
-        records: files.records,
+        records: files.records.map(RecordsBytes::whole),
         intents: files.intents,
         sentinel: files.sentinel,
         io_issues: &[],
@@ -310,7 +312,7 @@ pub(crate) fn capture_from(
         });
     }
     let has_records_file = bytes.records.is_some();
-    let data = bytes.records.unwrap_or_default();
+    let data = bytes.records.unwrap_or(RecordsBytes::whole(&[]));
     let parsed = parse_records(data, &state, &mut issues, cache, line_limit());
 
     let mut intents = Vec::new();
@@ -364,39 +366,6 @@ fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     super::open::read_regular(path)
 }
 
-/// Python's `bytes.strip()` whitespace.
-fn is_py_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-fn strip(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| !is_py_space(*b));
-    let Some(start) = start else { return &[] };
-    let end = bytes
-        .iter()
-        .rposition(|b| !is_py_space(*b))
-        .map_or(start, |e| e + 1);
-    &bytes[start..end]
-}
-
-/// Split `data[from..to]` at `\n` into (start, end) ranges without the newline.
-fn split_lines(newlines: &[usize], from: usize, to: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut position = from;
-    let first = newlines.partition_point(|&n| n < from);
-    for &newline in &newlines[first..] {
-        if newline >= to {
-            break;
-        }
-        out.push((position, newline));
-        position = newline + 1;
-    }
-    if position < to {
-        out.push((position, to));
-    }
-    out
-}
-
 /// Lines split like Python's `bytes.splitlines()`, stripped, empty ones dropped, as UTF-8.
 fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
     let mut out = Vec::new();
@@ -414,359 +383,6 @@ fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
         out.push(std::str::from_utf8(line).map_err(|_| at)?.to_owned());
     }
     Ok(out)
-}
-
-/// The parse of one line: `None` for a blank line.
-type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
-
-/// Parsed lines of a records file by byte range, reusable while the file only grows
-/// (an appended line never changes the bytes of an earlier one).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct LineCache {
-    lines: HashMap<(usize, usize), ParsedLine>,
-    /// Where the kept lines' token arrays sit, so the lines appended after them can share
-    /// their tokens ([`EarlierArrays::offer`]).
-    spans: HashMap<(usize, usize), ArraySpans>,
-    /// Offsets of the newlines in the first `scanned` bytes (the file only grows while the
-    /// cache lives, so a read scans only the new bytes for them).
-    newlines: Vec<usize>,
-    scanned: usize,
-    /// Keep results for the next read (live reading) instead of moving them out.
-    keep: bool,
-}
-
-impl LineCache {
-    /// A cache that keeps its results between reads.
-    pub fn kept() -> LineCache {
-        LineCache {
-            keep: true,
-            ..LineCache::default()
-        }
-    }
-
-    /// Forget everything (the file was truncated or replaced).
-    pub fn clear(&mut self) {
-        self.lines.clear();
-        self.spans.clear();
-        self.newlines.clear();
-        self.scanned = 0;
-    }
-
-    /// The offsets of every newline of `data`, scanning only the bytes not scanned before.
-    fn newlines(&mut self, data: &[u8]) -> Vec<usize> {
-        if data.len() < self.scanned {
-            // Not the same bytes (a cache used on another read): start over.
-            self.newlines.clear();
-            self.scanned = 0;
-        }
-        let from = self.scanned;
-        self.newlines
-            .extend(memchr::memchr_iter(b'\n', &data[from..]).map(|i| from + i));
-        self.scanned = data.len();
-        if self.keep {
-            self.newlines.clone()
-        } else {
-            std::mem::take(&mut self.newlines)
-        }
-    }
-}
-
-struct ParsedRecords {
-    records: Vec<Arc<TokenRecord>>,
-    lines: Vec<LinePos>,
-    acknowledged_len: usize,
-}
-
-/// Read the records file the way a freeze would, keeping what it would discard.
-///
-/// The freeze first checks the "tail" (bytes past the state's `indexed_size`): a malformed
-/// line followed by more content is corruption; a malformed line with only whitespace after
-/// it is a torn write, cut off; a record whose bytes differ from an earlier record of the
-/// same call id is a conflict. Then it reads every line up to the cut.
-fn parse_records(
-    data: &[u8],
-    state: &RolloutState,
-    issues: &mut Vec<ReadIssue>,
-    cache: &mut LineCache,
-    limit: usize,
-) -> ParsedRecords {
-    let newlines = cache.newlines(data);
-    let line_starts = LineIndex::new(&newlines, data.len());
-    let legacy = state.legacy_index();
-    let indexed = if legacy {
-        0
-    } else {
-        state.indexed_size.unwrap_or(0)
-    };
-    if indexed < 0 || indexed as usize > data.len() {
-        issues.push(ReadIssue {
-            kind: IssueKind::BadState,
-            file: FileKind::State,
-            at: None,
-            message: format!(
-                "indexed_size {indexed} is outside the records file ({} bytes)",
-                data.len()
-            ),
-            fatal: true,
-        });
-    }
-    let indexed = (indexed.max(0) as usize).min(data.len());
-    let mut issue = |kind, at, message: String, fatal| {
-        issues.push(ReadIssue {
-            kind,
-            file: FileKind::Records,
-            at: Some(at),
-            message,
-            fatal,
-        });
-    };
-
-    // Every line is parsed once, in file order (so a prompt can copy the tokens its parent's
-    // line already holds): the tail check and the full read share the results, and a kept
-    // cache carries them over to the next read of a growing file.
-    // A line kept from an earlier read offers its arrays to the new lines after it.
-    // Only the last lines before the first new one are offered: a call's parent is almost
-    // always among the calls just before it, and offering every kept line would cost each
-    // append work in proportion to the file (an older parent's child is simply read whole).
-    let all_lines = split_lines(&newlines, 0, data.len());
-    if let Some(first_new) = all_lines
-        .iter()
-        .position(|key| !cache.lines.contains_key(key))
-    {
-        let mut earlier = EarlierArrays::default();
-        let offered_from = first_new.saturating_sub(OFFERED_KEPT_LINES);
-        for (start, end) in all_lines.into_iter().skip(offered_from) {
-            match cache.lines.get(&(start, end)) {
-                Some(Some(Ok(record))) => {
-                    if let Some(spans) = cache.spans.get(&(start, end)) {
-                        earlier.offer(record, strip(&data[start..end]), spans);
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    let (parsed, spans) = parse_line(data, start, end, limit, &mut earlier);
-                    if let Some(spans) = spans.filter(|_| cache.keep) {
-                        cache.spans.insert((start, end), spans);
-                    }
-                    cache.lines.insert((start, end), parsed);
-                }
-            }
-        }
-    }
-    let parse = |start: usize, end: usize| -> ParsedLine {
-        parse_line(data, start, end, limit, &mut EarlierArrays::default()).0
-    };
-
-    // The tail check.
-    let mut cut = data.len();
-    let mut reported: HashSet<usize> = HashSet::new();
-    if indexed < data.len() || legacy {
-        let mut known: HashMap<String, Option<String>> = state
-            .entry_digests
-            .iter()
-            .flatten()
-            .map(|(id, digest)| (id.clone(), digest.as_str().map(str::to_owned)))
-            .collect();
-        let tail = split_lines(&newlines, indexed, data.len());
-        // Line digests are needed only for call ids seen more than once.
-        for &(start, end) in &tail {
-            cache
-                .lines
-                .entry((start, end))
-                .or_insert_with(|| parse(start, end));
-        }
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for key in &tail {
-            if let Some(Ok(record)) = &cache.lines[key] {
-                *seen.entry(record.model_call_id.as_str()).or_default() += 1;
-            }
-        }
-        for &(start, end) in &tail {
-            let at = line_starts.pos(start);
-            match &cache.lines[&(start, end)] {
-                None => {}
-                Some(Err(RecordError::Syntax(message))) => {
-                    let rest = strip(&data[(end + 1).min(data.len())..]);
-                    reported.insert(start);
-                    if rest.is_empty() {
-                        issue(
-                            IssueKind::TornTail,
-                            at,
-                            format!(
-                                "write in progress: {} unacknowledged bytes ignored ({message})",
-                                data.len() - start
-                            ),
-                            false,
-                        );
-                        cut = start;
-                        break;
-                    }
-                    issue(
-                        IssueKind::Corrupt,
-                        at,
-                        format!("corrupt line: {message}"),
-                        true,
-                    );
-                }
-                Some(Err(RecordError::Invalid(message))) => {
-                    reported.insert(start);
-                    issue(IssueKind::Refused, at, message.to_string(), true);
-                }
-                Some(Err(error @ RecordError::TooLong { .. })) => {
-                    reported.insert(start);
-                    let rest = strip(&data[(end + 1).min(data.len())..]);
-                    let message = if rest.is_empty() {
-                        // Not parsed, so a write still in progress cannot be told apart.
-                        format!("{error} (or a write still in progress)")
-                    } else {
-                        error.to_string()
-                    };
-                    issue(IssueKind::TooLong, at, message, true);
-                }
-                Some(Ok(record)) => {
-                    let id = &record.model_call_id;
-                    if seen[id.as_str()] < 2 && !known.contains_key(id) {
-                        continue;
-                    }
-                    let digest = hex_sha256(strip(&data[start..end]));
-                    match known.get(id) {
-                        Some(existing) if existing.as_deref() != Some(digest.as_str()) => {
-                            reported.insert(start);
-                            issue(
-                                IssueKind::Conflict,
-                                at,
-                                format!("model call id {id:?} has a conflicting earlier record"),
-                                true,
-                            );
-                        }
-                        Some(_) => {}
-                        None => {
-                            known.insert(id.clone(), Some(digest));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    // The full read up to the cut.
-    let mut records = Vec::new();
-    let mut lines = Vec::new();
-    for (start, end) in split_lines(&newlines, 0, cut) {
-        let at = line_starts.pos(start);
-        let result = if cache.keep {
-            cache
-                .lines
-                .entry((start, end))
-                .or_insert_with(|| parse(start, end))
-                .clone()
-        } else {
-            cache
-                .lines
-                .remove(&(start, end))
-                .unwrap_or_else(|| parse(start, end))
-        };
-        match result {
-            None => {}
-            Some(Ok(record)) => {
-                records.push(record);
-                lines.push(at);
-            }
-            Some(Err(error)) if !reported.contains(&start) => {
-                // Worded as the tail check words them: where a line sits must not change it.
-                let (kind, message) = match error {
-                    RecordError::Syntax(message) => {
-                        (IssueKind::Corrupt, format!("corrupt line: {message}"))
-                    }
-                    RecordError::Invalid(refusal) => (IssueKind::Refused, refusal.to_string()),
-                    error @ RecordError::TooLong { .. } => (IssueKind::TooLong, error.to_string()),
-                };
-                issue(kind, at, message, true);
-            }
-            Some(Err(_)) => {}
-        }
-    }
-    if cut == data.len() && !data.is_empty() && data[data.len() - 1] != b'\n' {
-        let start = line_starts.last_start();
-        if !strip(&data[start..]).is_empty() && !reported.contains(&start) {
-            issue(
-                IssueKind::Unterminated,
-                line_starts.pos(start),
-                "final line has no newline yet; accepted, as the reference reader does".into(),
-                false,
-            );
-        }
-    }
-    ParsedRecords {
-        records,
-        lines,
-        acknowledged_len: cut,
-    }
-}
-
-/// Kept lines offered to the new lines of a growing file (see `parse_records`).
-const OFFERED_KEPT_LINES: usize = 16;
-
-/// Parse the line at `start..end` of `data`, after the lines `earlier` remembers; also where
-/// its token arrays sit in it (see [`TokenRecord::parse_after`]).
-fn parse_line<'a>(
-    data: &'a [u8],
-    start: usize,
-    end: usize,
-    limit: usize,
-    earlier: &mut EarlierArrays<'a>,
-) -> (ParsedLine, Option<ArraySpans>) {
-    let payload = strip(&data[start..end]);
-    if payload.len() > limit {
-        let too_long = RecordError::TooLong {
-            bytes: payload.len(),
-            limit,
-        };
-        return (Some(Err(too_long)), None);
-    }
-    if payload.is_empty() {
-        return (None, None);
-    }
-    match TokenRecord::parse_after(payload, earlier) {
-        Ok((record, spans)) => (Some(Ok(Arc::new(record))), spans),
-        Err(error) => (Some(Err(error)), None),
-    }
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Line numbers for byte offsets.
-struct LineIndex {
-    starts: Vec<usize>,
-}
-
-impl LineIndex {
-    fn new(newlines: &[usize], len: usize) -> Self {
-        let mut starts = Vec::with_capacity(newlines.len() + 1);
-        starts.push(0);
-        starts.extend(newlines.iter().map(|i| i + 1));
-        if starts.len() > 1 && starts.last() == Some(&len) {
-            starts.pop();
-        }
-        LineIndex { starts }
-    }
-
-    fn pos(&self, offset: usize) -> LinePos {
-        let line = self.starts.partition_point(|&s| s <= offset);
-        LinePos {
-            line: line.max(1),
-            offset: offset as u64,
-        }
-    }
-
-    fn last_start(&self) -> usize {
-        self.starts.last().copied().unwrap_or(0)
-    }
 }
 
 #[cfg(test)]

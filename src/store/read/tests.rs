@@ -1,6 +1,8 @@
 //! Unit tests of the records-file reader.
 
+use super::records::{ParsedRecords, parse_records};
 use super::*;
+use std::path::Path;
 
 fn rec(id: &str, created: f64) -> String {
     format!(
@@ -16,7 +18,7 @@ fn parse(data: &str) -> (ParsedRecords, Vec<ReadIssue>) {
 fn parse_with(data: &str, state: &RolloutState, limit: usize) -> (ParsedRecords, Vec<ReadIssue>) {
     let mut issues = Vec::new();
     let parsed = parse_records(
-        data.as_bytes(),
+        RecordsBytes::whole(data.as_bytes()),
         state,
         &mut issues,
         &mut LineCache::default(),
@@ -83,7 +85,7 @@ fn appended_lines_share_the_tokens_of_lines_kept_from_earlier_reads() {
         data.push('\n');
         let mut issues = Vec::new();
         let parsed = parse_records(
-            data.as_bytes(),
+            RecordsBytes::whole(data.as_bytes()),
             &RolloutState::absent(),
             &mut issues,
             &mut cache,
@@ -216,4 +218,118 @@ fn intents_split_like_python() {
         vec!["a", "b", "c", "d"]
     );
     assert!(decode_lines(b"ok\n\xff\n").is_err());
+}
+
+/// Read `path` as a followed file is read: only the bytes from where the kept cache must
+/// resume, the file open for the lines before.
+fn read_followed(path: &Path, state: &RolloutState, cache: &mut LineCache) -> (String, usize) {
+    let file = std::fs::File::open(path).unwrap();
+    let data = std::fs::read(path).unwrap();
+    let base = cache.resume();
+    let view = RecordsBytes {
+        fresh: &data[base..],
+        base,
+        file: Some(&file),
+    };
+    let mut issues = Vec::new();
+    let parsed = parse_records(view, state, &mut issues, cache, DEFAULT_LINE_LIMIT);
+    (describe(&parsed, &issues), base)
+}
+
+/// Everything a read found, to compare two reads.
+fn describe(parsed: &ParsedRecords, issues: &[ReadIssue]) -> String {
+    format!(
+        "{:?}\n{:?}\n{}\n{issues:?}",
+        parsed.records, parsed.lines, parsed.acknowledged_len
+    )
+}
+
+#[test]
+fn a_followed_file_read_from_where_it_grew_reads_as_the_whole_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.tokens.jsonl");
+    let (lines, _) = conversation();
+    // Whole lines, torn writes finished later, a blank line, a conflicting duplicate of an
+    // early call, a corrupt line with more after it, and a last line without its newline.
+    let conflict = lines[1].replace(
+        "\"generation_log_probs\":[-0.1]",
+        "\"generation_log_probs\":[-0.2]",
+    );
+    let mut writes: Vec<String> = Vec::new();
+    for (index, line) in lines.iter().enumerate().take(20) {
+        if index % 7 == 3 {
+            let (head, rest) = line.split_at(line.len() / 2);
+            writes.push(head.to_owned());
+            writes.push(format!("{rest}\n"));
+        } else {
+            writes.push(format!("{line}\n"));
+        }
+    }
+    writes.push("   \n".into());
+    writes.push(format!("{conflict}\n"));
+    writes.push(format!("{}\n", lines[20]));
+    writes.push("{\"broken\n".into());
+    writes.push(format!("{}\n", lines[21]));
+    writes.push(lines[22].clone());
+    for indexed in [0, lines[0].len() + 1] {
+        std::fs::write(&path, "").unwrap();
+        let state = RolloutState::parse(format!(r#"{{"indexed_size":{indexed}}}"#).as_bytes());
+        let mut cache = LineCache::kept();
+        let mut data = String::new();
+        let mut bases = Vec::new();
+        for write in &writes {
+            data.push_str(write);
+            std::fs::write(&path, &data).unwrap();
+            let (followed, base) = read_followed(&path, &state, &mut cache);
+            bases.push(base);
+            let mut issues = Vec::new();
+            let whole = parse_records(
+                RecordsBytes::whole(data.as_bytes()),
+                &state,
+                &mut issues,
+                &mut LineCache::default(),
+                DEFAULT_LINE_LIMIT,
+            );
+            assert_eq!(followed, describe(&whole, &issues), "after {write:?}");
+        }
+        assert!(
+            bases.windows(2).all(|pair| pair[0] <= pair[1]) && bases.last() > Some(&0),
+            "each read starts where the last one left off: {bases:?}"
+        );
+    }
+}
+
+#[test]
+fn a_followed_file_shares_its_parents_tokens_wherever_they_sit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.tokens.jsonl");
+    let (lines, sequence) = conversation();
+    let mut cache = LineCache::kept();
+    let mut data = String::new();
+    crate::store::record::take_tokens_read_from_digits();
+    for line in &lines {
+        data.push_str(line);
+        data.push('\n');
+        std::fs::write(&path, &data).unwrap();
+        read_followed(&path, &RolloutState::absent(), &mut cache);
+    }
+    assert_eq!(
+        crate::store::record::take_tokens_read_from_digits(),
+        sequence.len(),
+        "each id read from its digits once, the parents' bytes read again by offset"
+    );
+    assert!(cache.held_bytes() > 0);
+}
+
+#[test]
+fn a_parent_hint_is_the_id_a_line_names_and_only_that() {
+    use super::records::parent_hint;
+    assert_eq!(
+        parent_hint(br#"{"a":1,"parent_call_id" : "c7","prompt_token_ids":[]}"#),
+        Some("c7")
+    );
+    assert_eq!(parent_hint(br#"{"parent_call_id":null}"#), None);
+    assert_eq!(parent_hint(br#"{"parent_call_id":"a\"b"}"#), None);
+    assert_eq!(parent_hint(br#"{"parent_call_id":"unterminated"#), None);
+    assert_eq!(parent_hint(br#"{"model_call_id":"x"}"#), None);
 }

@@ -133,6 +133,11 @@ pub struct ArraySpans {
 }
 
 impl ArraySpans {
+    /// Bytes of the two arrays' text.
+    pub fn text_len(&self) -> usize {
+        self.prompt.len() + self.generation.len()
+    }
+
     /// The spans of `prompt` and `generation`, both slices of `line`.
     pub(super) fn within(line: &[u8], prompt: &[u8], generation: &[u8], large: bool) -> Self {
         let span = |part: &[u8]| {

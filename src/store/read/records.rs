@@ -1,0 +1,594 @@
+//! The records file of one rollout, read the way the reference's freeze reads it
+//! ([`parse_records`]): from all its bytes, or — a followed file — from the bytes it grew by,
+//! its earlier lines kept parsed ([`LineCache`]) and read again by offset only when a new
+//! line needs them.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::{IssueKind, LinePos, ReadIssue};
+use crate::store::layout::FileKind;
+use crate::store::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
+use crate::store::state::RolloutState;
+
+/// The bytes of a records file a read has at hand: all of them, or those from `base` on. The
+/// lines before `base` are then parsed already (a [`LineCache`] that kept them); their bytes
+/// are read again by offset from `file` when a check needs them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordsBytes<'a> {
+    /// The file's bytes from `base` to its end (as read).
+    pub fresh: &'a [u8],
+    /// Offset of `fresh` in the file: the start of a line.
+    pub base: usize,
+    /// The file, to read bytes before `base` again.
+    pub file: Option<&'a File>,
+}
+
+impl<'a> RecordsBytes<'a> {
+    /// All of a file's bytes.
+    pub(crate) fn whole(data: &'a [u8]) -> Self {
+        RecordsBytes {
+            fresh: data,
+            base: 0,
+            file: None,
+        }
+    }
+
+    /// The file's length as read.
+    pub(crate) fn len(&self) -> usize {
+        self.base + self.fresh.len()
+    }
+
+    /// The bytes at `start..end`: at hand, or read again from the file.
+    fn bytes(&self, start: usize, end: usize) -> std::io::Result<Cow<'a, [u8]>> {
+        if start >= self.base {
+            return Ok(Cow::Borrowed(
+                &self.fresh[start - self.base..end - self.base],
+            ));
+        }
+        let file = self.file.ok_or_else(|| {
+            std::io::Error::other("the line's bytes were dropped and the file is not open")
+        })?;
+        let mut bytes = vec![0; end - start];
+        file.read_exact_at(&mut bytes, start as u64)?;
+        Ok(Cow::Owned(bytes))
+    }
+}
+
+/// Python's `bytes.strip()` whitespace.
+fn is_py_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+pub(super) fn strip(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !is_py_space(*b));
+    let Some(start) = start else { return &[] };
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_py_space(*b))
+        .map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
+/// Split the bytes `from..to` at `\n` into (start, end) ranges without the newline.
+fn split_lines(newlines: &[usize], from: usize, to: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut position = from;
+    let first = newlines.partition_point(|&n| n < from);
+    for &newline in &newlines[first..] {
+        if newline >= to {
+            break;
+        }
+        out.push((position, newline));
+        position = newline + 1;
+    }
+    if position < to {
+        out.push((position, to));
+    }
+    out
+}
+
+/// The parse of one line: `None` for a blank line.
+type ParsedLine = Option<Result<Arc<TokenRecord>, RecordError>>;
+
+/// A line's byte range in its file.
+type LineKey = (usize, usize);
+
+/// Parsed lines of a records file by byte range, reusable while the file only grows (an
+/// appended line never changes the bytes of an earlier one). It holds no bytes of the file.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LineCache {
+    lines: HashMap<LineKey, ParsedLine>,
+    /// Where the kept lines' token arrays sit, so the lines appended after them can share
+    /// their tokens ([`EarlierArrays::offer`]).
+    spans: HashMap<LineKey, ArraySpans>,
+    /// The first kept line of each call id with its spans: a new line's parent, by the id
+    /// it names.
+    by_id: HashMap<String, LineKey>,
+    /// Digests of kept lines' bytes (the tail check's), each computed once.
+    digests: HashMap<LineKey, String>,
+    /// Offsets of the newlines in the first `scanned` bytes (the file only grows while the
+    /// cache lives, so a read scans only the new bytes for them).
+    newlines: Vec<usize>,
+    scanned: usize,
+    /// Offset of the last byte in the first `scanned` that is not whitespace.
+    last_content: Option<usize>,
+    /// Estimated memory held by the kept lines' records (see [`LineCache::held_bytes`]).
+    held: usize,
+    /// Keep results for the next read (live reading) instead of moving them out.
+    keep: bool,
+}
+
+impl LineCache {
+    /// A cache that keeps its results between reads.
+    pub fn kept() -> LineCache {
+        LineCache {
+            keep: true,
+            ..LineCache::default()
+        }
+    }
+
+    /// Forget everything (the file was truncated or replaced).
+    pub fn clear(&mut self) {
+        *self = LineCache {
+            keep: self.keep,
+            ..LineCache::default()
+        };
+    }
+
+    /// Where the next read must start: the first line not known to be complete (every line
+    /// before it is parsed and kept).
+    pub fn resume(&self) -> usize {
+        self.newlines.last().map_or(0, |newline| newline + 1)
+    }
+
+    /// Estimated bytes of memory the kept records hold that no other record shares (a
+    /// repeated prompt costs only its new tail).
+    pub fn held_bytes(&self) -> usize {
+        self.held
+    }
+
+    /// Take in the newlines and the last content of the bytes not scanned before.
+    fn scan(&mut self, view: &RecordsBytes<'_>) {
+        let len = view.len();
+        if len < self.scanned || view.base > self.scanned {
+            // Not the bytes scanned before (a cache used on another read, or one whose
+            // lines were dropped): start over from what is at hand.
+            debug_assert!(view.base == 0, "a read that does not continue its cache");
+            let keep = self.keep;
+            self.clear();
+            self.keep = keep;
+            self.scanned = view.base;
+        }
+        // A last line read without its newline is read again whole: forget its parse.
+        let resume = self.resume();
+        if resume < self.scanned && len > self.scanned {
+            self.forget_line((resume, self.scanned));
+        }
+        let from = self.scanned;
+        let new = &view.fresh[from - view.base..];
+        self.newlines
+            .extend(memchr::memchr_iter(b'\n', new).map(|i| from + i));
+        if let Some(last) = new.iter().rposition(|b| !is_py_space(*b)) {
+            self.last_content = Some(from + last);
+        }
+        self.scanned = len;
+    }
+
+    /// Forget one line's parse.
+    fn forget_line(&mut self, key: LineKey) {
+        if let Some(Some(Ok(record))) = self.lines.remove(&key)
+            && self.by_id.get(&record.model_call_id) == Some(&key)
+        {
+            self.by_id.remove(&record.model_call_id);
+        }
+        self.spans.remove(&key);
+        self.digests.remove(&key);
+    }
+
+    /// Whether nothing but whitespace follows offset `at`.
+    fn blank_from(&self, at: usize) -> bool {
+        self.last_content.is_none_or(|last| last < at)
+    }
+
+    /// Keep a new line's parse.
+    fn keep_line(&mut self, key: LineKey, parsed: ParsedLine, spans: Option<ArraySpans>) {
+        if self.keep {
+            if let (Some(Ok(record)), Some(spans)) = (&parsed, spans) {
+                self.held += held_by(record, &spans, key.1 - key.0);
+                self.by_id
+                    .entry(record.model_call_id.clone())
+                    .or_insert(key);
+                self.spans.insert(key, spans);
+            } else {
+                self.held += key.1 - key.0;
+            }
+        }
+        self.lines.insert(key, parsed);
+    }
+
+    /// The digest of a line's stripped bytes (the tail check compares records by it).
+    fn digest(&mut self, view: &RecordsBytes<'_>, key: LineKey) -> std::io::Result<String> {
+        if let Some(digest) = self.digests.get(&key) {
+            return Ok(digest.clone());
+        }
+        let digest = hex_sha256(strip(&view.bytes(key.0, key.1)?));
+        if self.keep {
+            self.digests.insert(key, digest.clone());
+        }
+        Ok(digest)
+    }
+}
+
+/// Estimated memory of a record parsed from a line of `line_len` bytes whose arrays sit at
+/// `spans`: the bytes around the arrays, and 8 bytes per id and log probability of its own
+/// (a prompt that repeats its parent's arrays shares their tokens).
+fn held_by(record: &TokenRecord, spans: &ArraySpans, line_len: usize) -> usize {
+    let own = record.prompt_token_ids.last_chunk_len()
+        + record.generation_token_ids.len()
+        + record.generation_log_probs.len();
+    line_len.saturating_sub(spans.text_len()) + 8 * own
+}
+
+/// The call id a line names as its parent, found without parsing it (a hint: the line's
+/// parse decides; a wrong hint only costs the sharing of its parent's tokens).
+pub(super) fn parent_hint(line: &[u8]) -> Option<&str> {
+    const KEY: &[u8] = b"\"parent_call_id\"";
+    let at = memchr::memmem::find(line, KEY)? + KEY.len();
+    let skip = |mut i: usize| {
+        while line.get(i).is_some_and(|b| is_py_space(*b)) {
+            i += 1;
+        }
+        i
+    };
+    let colon = skip(at);
+    (line.get(colon) == Some(&b':')).then_some(())?;
+    let quote = skip(colon + 1);
+    (line.get(quote) == Some(&b'"')).then_some(())?;
+    let rest = &line[quote + 1..];
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    (rest[end] == b'"').then_some(())?;
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+pub(super) struct ParsedRecords {
+    pub(super) records: Vec<Arc<TokenRecord>>,
+    pub(super) lines: Vec<LinePos>,
+    pub(super) acknowledged_len: usize,
+}
+
+/// Read the records file the way a freeze would, keeping what it would discard.
+///
+/// The freeze first checks the "tail" (bytes past the state's `indexed_size`): a malformed
+/// line followed by more content is corruption; a malformed line with only whitespace after
+/// it is a torn write, cut off; a record whose bytes differ from an earlier record of the
+/// same call id is a conflict. Then it reads every line up to the cut.
+pub(super) fn parse_records(
+    view: RecordsBytes<'_>,
+    state: &RolloutState,
+    issues: &mut Vec<ReadIssue>,
+    cache: &mut LineCache,
+    limit: usize,
+) -> ParsedRecords {
+    cache.scan(&view);
+    let len = view.len();
+    // Taken out while the lines are read (and put back when kept).
+    let newlines = std::mem::take(&mut cache.newlines);
+    let line_starts = LineIndex::new(&newlines, len);
+    let legacy = state.legacy_index();
+    let indexed = if legacy {
+        0
+    } else {
+        state.indexed_size.unwrap_or(0)
+    };
+    if indexed < 0 || indexed as usize > len {
+        issues.push(ReadIssue {
+            kind: IssueKind::BadState,
+            file: FileKind::State,
+            at: None,
+            message: format!("indexed_size {indexed} is outside the records file ({len} bytes)"),
+            fatal: true,
+        });
+    }
+    let indexed = (indexed.max(0) as usize).min(len);
+    let mut issue = |kind, at, message: String, fatal| {
+        issues.push(ReadIssue {
+            kind,
+            file: FileKind::Records,
+            at: Some(at),
+            message,
+            fatal,
+        });
+    };
+    parse_new_lines(&view, &newlines, cache, limit);
+    let parse = |start: usize, end: usize| -> ParsedLine {
+        match view.bytes(start, end) {
+            Ok(line) => parse_line(&line, limit, &mut EarlierArrays::default()).0,
+            Err(error) => Some(Err(RecordError::Syntax(format!(
+                "cannot read the line again: {error}"
+            )))),
+        }
+    };
+
+    // The tail check.
+    let mut cut = len;
+    let mut reported: HashSet<usize> = HashSet::new();
+    if indexed < len || legacy {
+        let mut known: HashMap<String, Option<String>> = state
+            .entry_digests
+            .iter()
+            .flatten()
+            .map(|(id, digest)| (id.clone(), digest.as_str().map(str::to_owned)))
+            .collect();
+        let tail = split_lines(&newlines, indexed, len);
+        // Line digests are needed only for call ids seen more than once.
+        for &(start, end) in &tail {
+            cache
+                .lines
+                .entry((start, end))
+                .or_insert_with(|| parse(start, end));
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for key in &tail {
+            if let Some(Ok(record)) = &cache.lines[key] {
+                *seen.entry(record.model_call_id.clone()).or_default() += 1;
+            }
+        }
+        for &(start, end) in &tail {
+            let at = line_starts.pos(start);
+            match cache.lines[&(start, end)].clone() {
+                None => {}
+                Some(Err(RecordError::Syntax(message))) => {
+                    reported.insert(start);
+                    if cache.blank_from(end + 1) {
+                        issue(
+                            IssueKind::TornTail,
+                            at,
+                            format!(
+                                "write in progress: {} unacknowledged bytes ignored ({message})",
+                                len - start
+                            ),
+                            false,
+                        );
+                        cut = start;
+                        break;
+                    }
+                    issue(
+                        IssueKind::Corrupt,
+                        at,
+                        format!("corrupt line: {message}"),
+                        true,
+                    );
+                }
+                Some(Err(RecordError::Invalid(message))) => {
+                    reported.insert(start);
+                    issue(IssueKind::Refused, at, message.to_string(), true);
+                }
+                Some(Err(error @ RecordError::TooLong { .. })) => {
+                    reported.insert(start);
+                    let message = if cache.blank_from(end + 1) {
+                        // Not parsed, so a write still in progress cannot be told apart.
+                        format!("{error} (or a write still in progress)")
+                    } else {
+                        error.to_string()
+                    };
+                    issue(IssueKind::TooLong, at, message, true);
+                }
+                Some(Ok(record)) => {
+                    let id = &record.model_call_id;
+                    if seen[id.as_str()] < 2 && !known.contains_key(id) {
+                        continue;
+                    }
+                    let digest = match cache.digest(&view, (start, end)) {
+                        Ok(digest) => digest,
+                        Err(error) => {
+                            reported.insert(start);
+                            let message = format!("cannot read the line again: {error}");
+                            issue(IssueKind::Io, at, message, true);
+                            continue;
+                        }
+                    };
+                    match known.get(id) {
+                        Some(existing) if existing.as_deref() != Some(digest.as_str()) => {
+                            reported.insert(start);
+                            issue(
+                                IssueKind::Conflict,
+                                at,
+                                format!("model call id {id:?} has a conflicting earlier record"),
+                                true,
+                            );
+                        }
+                        Some(_) => {}
+                        None => {
+                            known.insert(id.clone(), Some(digest));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // The full read up to the cut.
+    let mut records = Vec::new();
+    let mut lines = Vec::new();
+    for (start, end) in split_lines(&newlines, 0, cut) {
+        let at = line_starts.pos(start);
+        let result = if cache.keep {
+            cache
+                .lines
+                .entry((start, end))
+                .or_insert_with(|| parse(start, end))
+                .clone()
+        } else {
+            cache
+                .lines
+                .remove(&(start, end))
+                .unwrap_or_else(|| parse(start, end))
+        };
+        match result {
+            None => {}
+            Some(Ok(record)) => {
+                records.push(record);
+                lines.push(at);
+            }
+            Some(Err(error)) if !reported.contains(&start) => {
+                // Worded as the tail check words them: where a line sits must not change it.
+                let (kind, message) = match error {
+                    RecordError::Syntax(message) => {
+                        (IssueKind::Corrupt, format!("corrupt line: {message}"))
+                    }
+                    RecordError::Invalid(refusal) => (IssueKind::Refused, refusal.to_string()),
+                    error @ RecordError::TooLong { .. } => (IssueKind::TooLong, error.to_string()),
+                };
+                issue(kind, at, message, true);
+            }
+            Some(Err(_)) => {}
+        }
+    }
+    if cut == len && len > 0 && newlines.last() != Some(&(len - 1)) {
+        let start = line_starts.last_start();
+        if !cache.blank_from(start) && !reported.contains(&start) {
+            issue(
+                IssueKind::Unterminated,
+                line_starts.pos(start),
+                "final line has no newline yet; accepted, as the reference reader does".into(),
+                false,
+            );
+        }
+    }
+    if cache.keep {
+        cache.newlines = newlines;
+    }
+    ParsedRecords {
+        records,
+        lines,
+        acknowledged_len: cut,
+    }
+}
+
+/// Parse, in file order, every line not parsed before (so a prompt can share the tokens its
+/// parent's line already holds). A new line's parent among the kept lines — found by the
+/// id it names — offers its arrays, its bytes read again by offset.
+fn parse_new_lines(
+    view: &RecordsBytes<'_>,
+    newlines: &[usize],
+    cache: &mut LineCache,
+    limit: usize,
+) {
+    let all_lines = split_lines(newlines, 0, view.len());
+    let Some(first_new) = all_lines
+        .iter()
+        .position(|key| !cache.lines.contains_key(key))
+    else {
+        return;
+    };
+    let new_lines = &all_lines[first_new..];
+    let mut wanted = HashSet::new();
+    let mut parents: Vec<(Arc<TokenRecord>, Cow<'_, [u8]>, ArraySpans)> = Vec::new();
+    for &(start, end) in new_lines.iter().filter(|(start, _)| *start >= view.base) {
+        let line = &view.fresh[start - view.base..end - view.base];
+        let Some(&key) = parent_hint(line).and_then(|id| cache.by_id.get(id)) else {
+            continue;
+        };
+        if !wanted.insert(key) {
+            continue;
+        }
+        if let (Some(Some(Ok(record))), Some(spans), Ok(bytes)) = (
+            cache.lines.get(&key),
+            cache.spans.get(&key),
+            view.bytes(key.0, key.1),
+        ) {
+            parents.push((Arc::clone(record), bytes, spans.clone()));
+        }
+    }
+    let mut earlier = EarlierArrays::default();
+    for (record, bytes, spans) in &parents {
+        earlier.offer(record, strip(bytes), spans);
+    }
+    for &(start, end) in new_lines {
+        if cache.lines.contains_key(&(start, end)) {
+            continue;
+        }
+        let (parsed, spans) = if start >= view.base {
+            let line = &view.fresh[start - view.base..end - view.base];
+            parse_line(line, limit, &mut earlier)
+        } else {
+            // Not at hand (a read that does not continue its cache): read alone.
+            match view.bytes(start, end) {
+                Ok(line) => parse_line(&line, limit, &mut EarlierArrays::default()),
+                Err(error) => (
+                    Some(Err(RecordError::Syntax(format!(
+                        "cannot read the line again: {error}"
+                    )))),
+                    None,
+                ),
+            }
+        };
+        cache.keep_line((start, end), parsed, spans);
+    }
+}
+
+/// Parse one line (stripped first), after the lines `earlier` remembers; also where its
+/// token arrays sit in it (see [`TokenRecord::parse_after`]).
+fn parse_line<'a>(
+    line: &'a [u8],
+    limit: usize,
+    earlier: &mut EarlierArrays<'a>,
+) -> (ParsedLine, Option<ArraySpans>) {
+    let payload = strip(line);
+    if payload.len() > limit {
+        let too_long = RecordError::TooLong {
+            bytes: payload.len(),
+            limit,
+        };
+        return (Some(Err(too_long)), None);
+    }
+    if payload.is_empty() {
+        return (None, None);
+    }
+    match TokenRecord::parse_after(payload, earlier) {
+        Ok((record, spans)) => (Some(Ok(Arc::new(record))), spans),
+        Err(error) => (Some(Err(error)), None),
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Line numbers for byte offsets.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(newlines: &[usize], len: usize) -> Self {
+        let mut starts = Vec::with_capacity(newlines.len() + 1);
+        starts.push(0);
+        starts.extend(newlines.iter().map(|i| i + 1));
+        if starts.len() > 1 && starts.last() == Some(&len) {
+            starts.pop();
+        }
+        LineIndex { starts }
+    }
+
+    fn pos(&self, offset: usize) -> LinePos {
+        let line = self.starts.partition_point(|&s| s <= offset);
+        LinePos {
+            line: line.max(1),
+            offset: offset as u64,
+        }
+    }
+
+    fn last_start(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+}
