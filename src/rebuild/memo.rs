@@ -33,6 +33,10 @@ type PrefixEntry = (Vec<Arc<[u64]>>, Vec<Arc<[u64]>>, bool);
 
 /// Whether `seq` starts with `prefix`, through the memo when there is one.
 pub(crate) fn starts_with(memo: Option<&DigestMemo>, seq: &TokenSeq, prefix: &TokenSeq) -> bool {
+    // Most prompts are built on their parent's arrays: then pointers answer.
+    if seq.starts_with_same_arrays(prefix) {
+        return true;
+    }
     match memo {
         Some(memo) => memo.starts_with(seq, prefix),
         None => seq.starts_with(prefix),

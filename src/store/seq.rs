@@ -283,6 +283,28 @@ impl TokenSeq {
         self.common_prefix_len(other, other.len()) == other.len()
     }
 
+    /// Whether `self` starts with `other` because it is made of `other`'s very arrays up to
+    /// `other`'s length (a prompt that repeats its parent's prompt and generation): pointers
+    /// only, no token compared. `false` says nothing either way.
+    pub(crate) fn starts_with_same_arrays(&self, other: &TokenSeq) -> bool {
+        let mut mine = self.0.as_deref();
+        while let Some(node) = mine.filter(|node| node.len > other.len()) {
+            mine = node.prefix.0.as_deref();
+        }
+        let mut theirs = other.0.as_deref();
+        loop {
+            match (mine, theirs) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if std::ptr::eq(a, b) => return true,
+                (Some(a), Some(b)) if a.len == b.len && Arc::ptr_eq(&a.chunk, &b.chunk) => {
+                    mine = a.prefix.0.as_deref();
+                    theirs = b.prefix.0.as_deref();
+                }
+                _ => return false,
+            }
+        }
+    }
+
     /// Length of the common prefix of `self` and `other`, looking at most `limit` tokens.
     pub(crate) fn common_prefix_len(&self, other: &TokenSeq, limit: usize) -> usize {
         let limit = limit.min(self.len()).min(other.len());
@@ -436,6 +458,27 @@ mod tests {
             "a shorter sequence cannot start with a longer one"
         );
         assert_eq!(TokenSeq::from(vec![1, 2, 3, 4, 5, 6]), child);
+    }
+
+    #[test]
+    fn same_arrays_answer_a_prefix_check_by_pointers_only() {
+        let prompt = seq(&[&[1, 2], &[3]]);
+        let generation: Arc<[u64]> = vec![4, 5].into();
+        // The parent's cumulative sequence, and a child's prompt built anew on its arrays.
+        let cumulative = prompt.append(Arc::clone(&generation));
+        let child = prompt.append(Arc::clone(&generation)).append(vec![6].into());
+        assert!(child.starts_with_same_arrays(&cumulative));
+        assert!(child.starts_with_same_arrays(&prompt));
+        assert!(child.starts_with_same_arrays(&TokenSeq::new()));
+        assert!(cumulative.starts_with_same_arrays(&cumulative));
+        // Equal tokens in other arrays: not known by pointers (the full check answers).
+        let copied = TokenSeq::from(vec![1, 2, 3, 4, 5]);
+        assert!(!child.starts_with_same_arrays(&copied));
+        assert!(child.starts_with(&copied));
+        // The same arrays, cut elsewhere: not a prefix by pointers.
+        let shorter = prompt.append(vec![4].into());
+        assert!(!child.starts_with_same_arrays(&shorter));
+        assert!(!cumulative.starts_with_same_arrays(&child), "longer than self");
     }
 
     #[test]

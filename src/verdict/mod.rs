@@ -121,13 +121,19 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     } else {
         Lifecycle::Live
     };
+    // Counted once (each count hashes every record's id).
+    let open_intents: Vec<String> = capture
+        .open_intents()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     let mut analysis = Analysis {
         build: None,
         response: None,
         error: None,
         mask_sample: true,
         incomplete: false,
-        open_intents: capture.open_intents().len(),
+        open_intents: open_intents.len(),
         reasons: Vec::new(),
         lifecycle,
         verdict: Verdict::Masked,
@@ -158,12 +164,8 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         analysis.reasons.push(reason);
         return finish(analysis);
     }
-    analysis.incomplete = capture.incomplete();
-    let open_intents: Vec<String> = capture
-        .open_intents()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    // As `Capture::incomplete`, with the intents counted above.
+    analysis.incomplete = capture.state.incomplete || !open_intents.is_empty();
     let incomplete_reason = MaskReason::CaptureIncomplete {
         state_flag: capture.state.incomplete,
         open_intents,

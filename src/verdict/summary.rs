@@ -122,11 +122,15 @@ impl Summary {
             mask_sample: analysis.mask_sample,
             reasons: analysis.reasons.clone(),
             records: capture.records.len(),
-            open_intents: capture
-                .open_intents()
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
+            // (Counted by the analysis: listed only when there are some.)
+            open_intents: match analysis.open_intents {
+                0 => Vec::new(),
+                _ => capture
+                    .open_intents()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+            },
             chains: analysis.build.as_ref().map(|b| b.chains.len()),
             delivered: analysis.build.as_ref().map(|b| b.notes.delivered_fraction),
             torn_tail: capture

@@ -147,6 +147,9 @@ impl Capture {
 
     /// Intents with no record: in flight while live, dangling once frozen.
     pub(crate) fn open_intents(&self) -> Vec<&str> {
+        if self.intents.is_empty() {
+            return Vec::new();
+        }
         let recorded: HashSet<&str> = self
             .records
             .iter()

@@ -319,29 +319,34 @@ pub(super) fn parse_records(
     let mut cut = len;
     let mut reported: HashSet<usize> = HashSet::new();
     if indexed < len || legacy {
-        let mut known: HashMap<String, Option<String>> = state
-            .entry_digests
-            .iter()
-            .flatten()
-            .map(|(id, digest)| (id.clone(), digest.as_str().map(str::to_owned)))
-            .collect();
         let tail = split_lines(&newlines, indexed, len);
-        // Line digests are needed only for call ids seen more than once.
         for &(start, end) in &tail {
             cache
                 .lines
                 .entry((start, end))
                 .or_insert_with(|| parse(start, end));
         }
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        for key in &tail {
-            if let Some(Ok(record)) = &cache.lines[key] {
-                *seen.entry(record.model_call_id.clone()).or_default() += 1;
+        let tail: Vec<(LineKey, ParsedLine)> = tail
+            .into_iter()
+            .map(|key| (key, cache.lines[&key].clone()))
+            .collect();
+        // Line digests are needed only for call ids seen more than once.
+        let mut known: HashMap<&str, Option<Cow<'_, str>>> = state
+            .entry_digests
+            .iter()
+            .flatten()
+            .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
+            .collect();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (_, parsed) in &tail {
+            if let Some(Ok(record)) = parsed {
+                *seen.entry(record.model_call_id.as_str()).or_default() += 1;
             }
         }
-        for &(start, end) in &tail {
+        for ((start, end), parsed) in &tail {
+            let (start, end) = (*start, *end);
             let at = line_starts.pos(start);
-            match cache.lines[&(start, end)].clone() {
+            match parsed {
                 None => {}
                 Some(Err(RecordError::Syntax(message))) => {
                     reported.insert(start);
@@ -380,8 +385,8 @@ pub(super) fn parse_records(
                     issue(IssueKind::TooLong, at, message, true);
                 }
                 Some(Ok(record)) => {
-                    let id = &record.model_call_id;
-                    if seen[id.as_str()] < 2 && !known.contains_key(id) {
+                    let id = record.model_call_id.as_str();
+                    if seen[id] < 2 && !known.contains_key(id) {
                         continue;
                     }
                     let digest = match cache.digest(&view, (start, end)) {
@@ -394,7 +399,7 @@ pub(super) fn parse_records(
                         }
                     };
                     match known.get(id) {
-                        Some(existing) if existing.as_deref() != Some(digest.as_str()) => {
+                        Some(existing) if existing.as_deref() != Some(&digest) => {
                             reported.insert(start);
                             issue(
                                 IssueKind::Conflict,
@@ -405,7 +410,7 @@ pub(super) fn parse_records(
                         }
                         Some(_) => {}
                         None => {
-                            known.insert(id.clone(), Some(digest));
+                            known.insert(id, Some(Cow::Owned(digest)));
                         }
                     }
                 }
