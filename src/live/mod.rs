@@ -58,7 +58,7 @@ impl LiveRollout {
             tail.forget();
         }
         self.cache = LineCache::kept();
-        self.memo.clear();
+        self.memo.cool();
     }
 
     /// A rollout not read before: read it, and its analysis even when it has no file to read.
@@ -116,7 +116,7 @@ impl LiveRollout {
         }
         if reread {
             self.cache.clear();
-            self.memo.clear();
+            self.forget_digests_unless_continued();
         }
         self.analyze(options)
     }
@@ -138,9 +138,12 @@ impl LiveRollout {
             let change = tail.refresh();
             changed |= change != Change::None;
             if kind == FileKind::Records && matches!(change, Change::Reread | Change::Removed) {
-                // Earlier lines may have changed: forget their parses and digests.
+                // Earlier lines may have changed: forget their parses (and digests, unless
+                // the file is the one read before, grown).
                 self.cache.clear();
-                self.memo.clear();
+                if !tail.continued() {
+                    self.memo.clear();
+                }
             }
         }
         if !changed {
@@ -151,6 +154,14 @@ impl LiveRollout {
         } else {
             self.analyze(options)
         })
+    }
+
+    /// The records file was read whole: its digests hold only if it is the file read
+    /// before, not shorter (a cooled rollout warmed again).
+    fn forget_digests_unless_continued(&mut self) {
+        if !self.records.continued() {
+            self.memo.clear();
+        }
     }
 
     /// Files of the rollout that cannot be read, as read issues.
@@ -616,4 +627,74 @@ fn same_dir(a: &Path, b: &Path) -> bool {
             .ok()
             .zip(b.canonicalize().ok())
             .is_some_and(|(x, y)| x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rebuild::digest::take_digests_computed;
+
+    /// A conversation's records file: each call a full-prompt child of the one before.
+    fn conversation(calls: u64) -> String {
+        let mut out = String::new();
+        let mut sequence: Vec<u64> = Vec::new();
+        for call in 0..calls {
+            let prompt: Vec<u64> = sequence.iter().copied().chain([call, call + 1]).collect();
+            let parent = match call {
+                0 => r#""parent_resolution":"root""#.to_owned(),
+                _ => format!(
+                    r#""parent_call_id":"c{}","parent_resolution":"resolved""#,
+                    call - 1
+                ),
+            };
+            let mut cumulative = prompt.clone();
+            cumulative.push(900 + call);
+            let digest = crate::rebuild::digest::digest(&cumulative);
+            out.push_str(&format!(
+                r#"{{"cum_len":{},"digest":"{digest}","generation_log_probs":[-0.1],"generation_token_ids":[{}],"model_call_id":"c{call}",{parent},"prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#,
+                cumulative.len(),
+                900 + call
+            ));
+            out.push('\n');
+            sequence = cumulative;
+        }
+        out
+    }
+
+    #[test]
+    fn a_cooled_rollout_warmed_by_an_append_digests_only_its_new_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = RolloutLocation {
+            dir: dir.path().to_path_buf(),
+            id: "r".into(),
+        };
+        let path = location.path(FileKind::Records);
+        let lines = conversation(12);
+        let (first, rest) = lines.split_at(lines.match_indices('\n').nth(9).unwrap().0 + 1);
+        std::fs::write(&path, first).unwrap();
+        let options = VerdictOptions::default();
+        let mut rollout = LiveRollout::new(location);
+        take_digests_computed();
+        assert!(rollout.refresh(&options).is_some());
+        assert_eq!(take_digests_computed(), 9, "each parent of 10 calls once");
+        rollout.cool();
+        assert_eq!(rollout.resident_bytes(), 0);
+        // Two calls appended while cold: read whole again, only the new links hashed.
+        std::fs::write(&path, &lines).unwrap();
+        let analysis = rollout.refresh(&options).expect("changed");
+        assert_eq!(analysis.capture.records.len(), 12);
+        let build = analysis.build.as_ref().expect("built");
+        assert!(
+            build.notes.parent_link_failures.is_empty(),
+            "every link holds"
+        );
+        assert_eq!(take_digests_computed(), 2);
+        assert!(rest.len() > 1);
+        // Replaced by another file: nothing known of it holds.
+        let other = dir.path().join("other");
+        std::fs::write(&other, &lines).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        rollout.refresh(&options).expect("changed");
+        assert_eq!(take_digests_computed(), 11);
+    }
 }

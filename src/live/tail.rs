@@ -48,6 +48,13 @@ impl Stamp {
     }
 }
 
+/// Whether `now` is the file `before` was, at least as long.
+fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
+    before
+        .zip(now)
+        .is_some_and(|(before, now)| before.identity == now.identity && now.len >= before.len)
+}
+
 /// Capacity a settled file's buffer may keep beyond four times its unfinished line.
 const KEPT_CAPACITY: usize = 64 << 10;
 
@@ -69,6 +76,9 @@ pub struct FileTail {
     handle: Option<File>,
     /// The bytes were dropped ([`FileTail::forget`]); the stamp still says what was read.
     cold: bool,
+    /// The last whole read was of the file read before, not shorter: what was known of its
+    /// bytes still holds, if it only grows.
+    continued: bool,
     error: Option<String>,
     /// Bytes read in total (for figures).
     pub bytes_read: u64,
@@ -86,6 +96,7 @@ impl FileTail {
             settles: false,
             handle: None,
             cold: false,
+            continued: false,
             error: None,
             bytes_read: 0,
         }
@@ -154,6 +165,12 @@ impl FileTail {
         }
     }
 
+    /// Whether the last whole read was of the same file as before, grown or not: what was
+    /// known of its earlier bytes still holds if it only grows (an append-only file).
+    pub(crate) fn continued(&self) -> bool {
+        self.continued
+    }
+
     /// Whether the bytes were dropped and must be read again before they are used.
     pub(crate) fn is_cold(&self) -> bool {
         self.cold
@@ -166,6 +183,7 @@ impl FileTail {
         }
         let before = self.stamp.take();
         let change = self.refresh();
+        self.continued = continues(before, self.stamp);
         match change {
             // Read whole again: a change only if the file is not the version read before.
             Change::Reread if before == self.stamp => Change::None,
@@ -231,6 +249,7 @@ impl FileTail {
             });
         }
         // New, truncated, replaced or rewritten in place: read it whole (as it was at open).
+        self.continued = continues(self.stamp, Some(stamp));
         file.seek(SeekFrom::Start(0))?;
         let data = read_up_to(file, stamp.len)?;
         self.bytes_read += data.len() as u64;
@@ -249,6 +268,7 @@ impl FileTail {
 
     fn gone(&mut self) -> Change {
         self.handle = None;
+        self.continued = false;
         self.base = 0;
         let existed = self.data.take().is_some() | self.error.take().is_some()
             || std::mem::take(&mut self.cold);
@@ -267,6 +287,7 @@ impl FileTail {
         self.data = None;
         self.base = 0;
         self.handle = None;
+        self.continued = false;
         self.cold = false;
         self.stamp = stamp;
         self.error = Some(message);
@@ -341,5 +362,42 @@ mod tests {
             Change::Removed,
             "a cold file's removal is a change"
         );
+    }
+
+    #[test]
+    fn a_whole_read_says_whether_the_file_is_the_one_read_before_grown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"one\n").unwrap();
+        let mut tail = FileTail::records(path.clone());
+        assert_eq!(tail.refresh(), Change::Reread);
+        assert!(!tail.continued(), "nothing was read before");
+        tail.forget();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"two\n").unwrap();
+        assert_eq!(tail.reload(), Change::Reread);
+        assert!(tail.continued(), "the same file, grown while cold");
+        tail.settle(8);
+        assert_eq!(tail.bytes(), Some(&b""[..]), "parsed lines are not held");
+        assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((8, 8)));
+        file.write_all(b"thr").unwrap();
+        assert_eq!(tail.refresh(), Change::Appended);
+        tail.settle(8);
+        assert_eq!(
+            tail.bytes(),
+            Some(&b"thr"[..]),
+            "an unfinished line is held"
+        );
+        std::fs::write(&path, b"x\n").unwrap();
+        assert_eq!(tail.refresh(), Change::Reread);
+        assert!(!tail.continued(), "truncated");
+        let other = dir.path().join("g");
+        std::fs::write(&other, b"x\ny\n").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(tail.refresh(), Change::Reread);
+        assert!(!tail.continued(), "replaced");
     }
 }

@@ -24,8 +24,21 @@ pub(crate) fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
     digest_chunks(n, seq.chunks_up_to(n))
 }
 
+#[cfg(test)]
+thread_local! {
+    static COMPUTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Digests this thread computed since the last call (tests of the work done).
+#[cfg(test)]
+pub(crate) fn take_digests_computed() -> usize {
+    COMPUTED.replace(0)
+}
+
 /// Digest of `count` tokens delivered as consecutive chunks.
 fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u64]>) -> String {
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + 1);
     let mut hasher = Sha256::new();
     hasher.update(DOMAIN);
     if count > 0 {

@@ -1,6 +1,6 @@
 //! What rebuilding a growing records file can remember from one build to the next: the
-//! digests of cumulative sequences and the answers of prefix checks, keyed by the token
-//! arrays they were computed from.
+//! digests of cumulative sequences (by call id) and the answers of prefix checks (by the
+//! token arrays they compared).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,23 +9,25 @@ use super::digest::digest_prefix;
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
 
-/// Digests of records' cumulative sequences, remembered across rebuilds.
+/// Digests of records' cumulative sequences and answers of prefix checks, remembered across
+/// rebuilds of one growing records file.
 ///
-/// Sound only while the records file only grows: an appended record never changes an earlier
-/// one, nor (first record wins) which record an id names, so a record's cumulative sequence —
-/// even a delta's, built from its ancestors — never changes. Clear it when the file is
-/// truncated or replaced. Entries hold the token arrays they are keyed by, so an address is
-/// never reused for other tokens while its entry lives.
+/// Digests are keyed by call id, and hold no tokens: only the first record of an id is ever
+/// digested (later ones are dropped as duplicates before), an appended record never changes
+/// which record is first, nor that record's cumulative sequence (a delta's is built from its
+/// ancestors, each the first of its id). So they stay sound while the file only grows —
+/// even after its lines are dropped and read again (a rollout cooled and warmed). Clear them
+/// when the file is truncated or replaced. Each is also checked against the sequence's
+/// length.
 #[derive(Debug, Default)]
 pub struct DigestMemo {
-    entries: Mutex<HashMap<(usize, usize), MemoEntry>>,
+    digests: Mutex<HashMap<String, (usize, [u8; 32])>>,
     /// Whether a prompt starts with a parent's cumulative sequence, by the token arrays
     /// both are made of (a full-prompt record's link is otherwise a comparison of every
     /// token of its prompt, on every rebuild).
     prefixes: Mutex<HashMap<(ChunkKey, ChunkKey), PrefixEntry>>,
 }
 
-type MemoEntry = (TokenSeq, Arc<[u64]>, String);
 /// Addresses and lengths of a sequence's token arrays.
 type ChunkKey = Vec<(usize, usize)>;
 /// The arrays of both sequences (kept alive, so no address is reused) and the answer.
@@ -55,33 +57,33 @@ fn chunk_key(chunks: &[Arc<[u64]>]) -> ChunkKey {
 }
 
 impl DigestMemo {
-    /// The entries (still usable after a panic elsewhere poisoned the lock).
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), MemoEntry>> {
-        self.entries
+    /// The digests (still usable after a panic elsewhere poisoned the lock).
+    fn digests(&self) -> std::sync::MutexGuard<'_, HashMap<String, (usize, [u8; 32])>> {
+        self.digests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The digest of `record`'s cumulative sequence `cumulative`.
-    ///
-    /// Keyed by the prompt's last node and the generation's array: a prompt's node may be
-    /// another record's (an empty prompt is 0; a prompt repeating a parent whose generation
-    /// is empty ends in the parent's node), but each record's generation array is its own.
+    /// The prefix answers (still usable after a panic elsewhere poisoned the lock).
+    fn prefixes(&self) -> std::sync::MutexGuard<'_, HashMap<(ChunkKey, ChunkKey), PrefixEntry>> {
+        self.prefixes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The digest of `record`'s cumulative sequence `cumulative` (`record` is the first of
+    /// its call id).
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
-        let key = (
-            record.prompt_token_ids.addr(),
-            Arc::as_ptr(&record.generation_token_ids) as *const u64 as usize,
-        );
-        if let Some((_, _, digest)) = self.entries().get(&key) {
-            return digest.clone();
+        if let Some((len, digest)) = self.digests().get(&record.model_call_id)
+            && *len == cumulative.len()
+        {
+            return hex(digest);
         }
         let digest = digest_prefix(cumulative, cumulative.len());
-        let entry = (
-            record.prompt_token_ids.clone(),
-            record.generation_token_ids.clone(),
-            digest.clone(),
-        );
-        self.entries().insert(key, entry);
+        if let Some(raw) = unhex(&digest) {
+            self.digests()
+                .insert(record.model_call_id.clone(), (cumulative.len(), raw));
+        }
         digest
     }
 
@@ -91,10 +93,7 @@ impl DigestMemo {
             return seq.starts_with(prefix);
         };
         let key = (chunk_key(&a), chunk_key(&b));
-        let mut prefixes = self
-            .prefixes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut prefixes = self.prefixes();
         if let Some((_, _, answer)) = prefixes.get(&key) {
             return *answer;
         }
@@ -103,24 +102,49 @@ impl DigestMemo {
         answer
     }
 
-    /// Forget everything (the records file was truncated or replaced).
+    /// Forget the prefix answers, which hold token arrays (the rollout is cooled; its
+    /// digests, which hold none, stay).
+    pub fn cool(&self) {
+        self.prefixes().clear();
+    }
+
+    /// Forget everything (the file was truncated or replaced).
     pub fn clear(&self) {
-        self.entries().clear();
-        self.prefixes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        self.digests().clear();
+        self.prefixes().clear();
     }
 
     /// Number of digests remembered.
     pub fn len(&self) -> usize {
-        self.entries().len()
+        self.digests().len()
     }
 
-    /// Whether nothing is remembered.
+    /// Whether no digest is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 15)] as char);
+    }
+    out
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (slot, pair) in out.iter_mut().zip(text.as_bytes().chunks(2)) {
+        let digit = |b: u8| (b as char).to_digit(16);
+        *slot = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(out)
 }
 
 /// The digest of a record's cumulative sequence, through the memo when there is one.
@@ -153,5 +177,33 @@ mod memo_tests {
         assert_eq!(memo.prefixes.lock().unwrap().len(), 2);
         memo.clear();
         assert!(memo.prefixes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn digests_are_remembered_by_call_id_through_cooling_and_checked_by_length() {
+        let record = |id: &str, ids: Vec<u64>| {
+            let line = format!(
+                r#"{{"generation_log_probs":[],"generation_token_ids":[],"model_call_id":"{id}","parent_resolution":"root","prompt_token_ids":{ids:?},"rollout_id":"r"}}"#
+            );
+            TokenRecord::parse(line.as_bytes()).expect("a valid record")
+        };
+        let memo = DigestMemo::default();
+        let first = record("a", vec![1, 2, 3]);
+        let cumulative = first.prompt_token_ids.clone();
+        let expected = digest_prefix(&cumulative, 3);
+        assert_eq!(memo.digest(&first, &cumulative), expected);
+        memo.cool();
+        // The same call read again (other arrays, same tokens): remembered, not recomputed.
+        let again = record("a", vec![1, 2, 3]);
+        assert_eq!(memo.digest(&again, &again.prompt_token_ids), expected);
+        assert_eq!(memo.len(), 1);
+        // Another length under the same id is not taken for it.
+        let longer = record("a", vec![1, 2, 3, 4]);
+        let digest = memo.digest(&longer, &longer.prompt_token_ids);
+        assert_eq!(digest, digest_prefix(&longer.prompt_token_ids, 4));
+        memo.clear();
+        assert!(memo.is_empty());
+        assert_eq!(hex(&unhex(&expected).unwrap()), expected);
+        assert_eq!(unhex("not hex"), None);
     }
 }

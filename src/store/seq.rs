@@ -88,12 +88,6 @@ impl TokenSeq {
         self.0.as_ref().map_or(0, |node| node.chunk.len())
     }
 
-    /// An address identifying this sequence's last node while it lives (0 when empty): a key
-    /// for what was computed from the sequence.
-    pub(crate) fn addr(&self) -> usize {
-        self.0.as_ref().map_or(0, |node| Arc::as_ptr(node) as usize)
-    }
-
     /// This sequence followed by `source[start..end]`, copied chunk by chunk (each part keeps
     /// its chunk's signedness).
     pub(crate) fn append_range(&self, source: &TokenSeq, start: usize, end: usize) -> TokenSeq {
@@ -466,7 +460,9 @@ mod tests {
         let generation: Arc<[u64]> = vec![4, 5].into();
         // The parent's cumulative sequence, and a child's prompt built anew on its arrays.
         let cumulative = prompt.append(Arc::clone(&generation));
-        let child = prompt.append(Arc::clone(&generation)).append(vec![6].into());
+        let child = prompt
+            .append(Arc::clone(&generation))
+            .append(vec![6].into());
         assert!(child.starts_with_same_arrays(&cumulative));
         assert!(child.starts_with_same_arrays(&prompt));
         assert!(child.starts_with_same_arrays(&TokenSeq::new()));
@@ -478,7 +474,10 @@ mod tests {
         // The same arrays, cut elsewhere: not a prefix by pointers.
         let shorter = prompt.append(vec![4].into());
         assert!(!child.starts_with_same_arrays(&shorter));
-        assert!(!cumulative.starts_with_same_arrays(&child), "longer than self");
+        assert!(
+            !cumulative.starts_with_same_arrays(&child),
+            "longer than self"
+        );
     }
 
     #[test]
