@@ -16,6 +16,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 
 use crate::app::{App, Message};
+use crate::live::StoreEvent;
 use crate::live::watch::Watch;
 use crate::ui::layout::viewport_for;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
@@ -178,6 +179,24 @@ impl FramePacer {
         self.store |= changed;
     }
 
+    /// Apply the watcher's `events` (`apply` says whether they changed what is shown): drawn
+    /// with the next store frame, except the end of the first scan, shown at once.
+    pub fn store_events(
+        &mut self,
+        events: Vec<StoreEvent>,
+        apply: impl FnOnce(Vec<StoreEvent>) -> bool,
+    ) {
+        let at_once = events
+            .iter()
+            .any(|event| matches!(event, StoreEvent::Ready));
+        let changed = apply(events);
+        if at_once {
+            self.input(changed);
+        } else {
+            self.store(changed);
+        }
+    }
+
     /// Whether to draw now.
     pub fn due(&self, now: Instant) -> bool {
         self.input
@@ -291,7 +310,7 @@ fn event_loop(
         if let Some(watch) = watch {
             let changes: Vec<_> = watch.events.try_iter().collect();
             if !changes.is_empty() {
-                pacer.store(app.update(Message::Store(changes)));
+                pacer.store_events(changes, |events| app.update(Message::Store(events)));
             }
             if let Some(rollouts) = app.detail_requests() {
                 watch.focus(rollouts);
@@ -335,5 +354,13 @@ mod tests {
             "then drawn when its frame comes"
         );
         assert_eq!(pacer.last_drawn(), Some(soon));
+        pacer.drawn(soon);
+        pacer.store_events(vec![StoreEvent::Progress { read: 1, total: 2 }], |_| true);
+        assert!(!pacer.due(soon), "progress waits for its frame");
+        pacer.store_events(vec![StoreEvent::Ready], |_| true);
+        assert!(
+            pacer.due(soon),
+            "the end of the first scan is shown at once"
+        );
     }
 }
