@@ -495,7 +495,12 @@ fn parse_new_lines(
     let new_lines = &all_lines[first_new..];
     let mut wanted = HashSet::new();
     let mut parents: Vec<(Arc<TokenRecord>, Cow<'_, [u8]>, ArraySpans)> = Vec::new();
-    for &(start, end) in new_lines.iter().filter(|(start, _)| *start >= view.base) {
+    // (A first read keeps no lines yet: nothing to look up.)
+    let kept_any = !cache.by_id.is_empty();
+    for &(start, end) in new_lines
+        .iter()
+        .filter(|(start, _)| kept_any && *start >= view.base)
+    {
         let line = &view.fresh[start - view.base..end - view.base];
         let Some(&key) = parent_hint(line).and_then(|id| cache.by_id.get(id)) else {
             continue;
