@@ -7,6 +7,7 @@
 use sha2::{Digest, Sha256};
 
 use super::seq::TokenSeq;
+use super::twin::{State, compress_two};
 
 const DOMAIN: &[u8] = b"nemo-gym-tokens";
 const DIGEST_VERSION: u8 = 1;
@@ -48,28 +49,120 @@ fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u64]>) -> S
         for chunk in chunks {
             for batch in chunk.chunks(BATCH) {
                 let bytes = &mut buffer[..batch.len() * 8];
-                // Four tokens a step, fixed-size arrays: no bounds check inside the step.
-                let mut slots = bytes.chunks_exact_mut(32);
-                let mut tokens = batch.chunks_exact(4);
-                for (slot, four) in (&mut slots).zip(&mut tokens) {
-                    let slot: &mut [u8; 32] = slot.try_into().expect("32 bytes");
-                    let four: &[u64; 4] = four.try_into().expect("4 tokens");
-                    for (bytes, token) in slot.chunks_exact_mut(8).zip(four) {
-                        bytes.copy_from_slice(&token.to_be_bytes());
-                    }
-                }
-                for (slot, token) in slots
-                    .into_remainder()
-                    .chunks_exact_mut(8)
-                    .zip(tokens.remainder())
-                {
-                    slot.copy_from_slice(&token.to_be_bytes());
-                }
+                encode(batch, bytes);
                 hasher.update(bytes);
             }
         }
     }
     hex(&hasher.finalize())
+}
+
+/// Write `tokens` as 8-byte big-endian integers into `out` (8 bytes a token).
+fn encode(tokens: &[u64], out: &mut [u8]) {
+    // Four tokens a step, fixed-size arrays: no bounds check inside the step.
+    let mut slots = out.chunks_exact_mut(32);
+    let mut fours = tokens.chunks_exact(4);
+    for (slot, four) in (&mut slots).zip(&mut fours) {
+        let slot: &mut [u8; 32] = slot.try_into().expect("32 bytes");
+        let four: &[u64; 4] = four.try_into().expect("4 tokens");
+        for (bytes, token) in slot.chunks_exact_mut(8).zip(four) {
+            bytes.copy_from_slice(&token.to_be_bytes());
+        }
+    }
+    for (slot, token) in slots
+        .into_remainder()
+        .chunks_exact_mut(8)
+        .zip(fours.remainder())
+    {
+        slot.copy_from_slice(&token.to_be_bytes());
+    }
+}
+
+/// Digests of the first `n` tokens of two sequences, computed together (the SHA rounds of
+/// both interleaved, see `twin`): what two calls of [`digest_prefix`] give.
+pub(crate) fn digest_two(a: (&TokenSeq, usize), b: (&TokenSeq, usize)) -> (String, String) {
+    /// Bytes encoded per lane before hashing them (a multiple of the block size).
+    const WINDOW: usize = 16 << 10;
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + 2);
+    let (mut first, mut second) = (Message::new(a.0, a.1), Message::new(b.0, b.1));
+    let (mut x, mut y) = (State::new(), State::new());
+    let mut windows = [
+        Vec::with_capacity(WINDOW + 128),
+        Vec::with_capacity(WINDOW + 128),
+    ];
+    let (mut first_done, mut second_done) = (false, false);
+    while !(first_done && second_done) {
+        let [left, right] = &mut windows;
+        left.clear();
+        right.clear();
+        first_done = first_done || first.fill(left, WINDOW);
+        second_done = second_done || second.fill(right, WINDOW);
+        // Both windows hold whole blocks: the last one ends with its padding.
+        let both = left.len().min(right.len());
+        compress_two(&mut x, &left[..both], &mut y, &right[..both]);
+        x.compress(&left[both..]);
+        y.compress(&right[both..]);
+    }
+    (hex(&x.bytes()), hex(&y.bytes()))
+}
+
+/// A sequence's encoded bytes followed by SHA-256's padding, a window at a time.
+struct Message<'a> {
+    header: Vec<u8>,
+    chunks: Vec<&'a [u64]>,
+    /// The next token: its chunk, and its place there.
+    chunk: usize,
+    at: usize,
+    /// Bytes of the message (for the padding's length field).
+    len: u64,
+}
+
+impl<'a> Message<'a> {
+    fn new(seq: &'a TokenSeq, n: usize) -> Message<'a> {
+        let n = n.min(seq.len());
+        let mut header = DOMAIN.to_vec();
+        if n > 0 {
+            header.push(DIGEST_VERSION);
+            header.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+        Message {
+            len: (header.len() + 8 * n) as u64,
+            header,
+            chunks: seq.chunks_up_to(n).collect(),
+            chunk: 0,
+            at: 0,
+        }
+    }
+
+    /// Append the next bytes to `out` until it holds `window` bytes (a multiple of 64 and
+    /// of 8), or the message ends: then with its padding (up to 72 bytes past `window`).
+    /// Whether the message ended.
+    fn fill(&mut self, out: &mut Vec<u8>, window: usize) -> bool {
+        out.append(&mut self.header);
+        while let Some(chunk) = self.chunks.get(self.chunk) {
+            let room = window.saturating_sub(out.len()) / 8;
+            if room == 0 {
+                return false;
+            }
+            let take = room.min(chunk.len() - self.at);
+            let from = out.len();
+            out.resize(from + take * 8, 0);
+            encode(&chunk[self.at..self.at + take], &mut out[from..]);
+            self.at += take;
+            if self.at == chunk.len() {
+                self.chunk += 1;
+                self.at = 0;
+            }
+        }
+        // SHA-256's padding: a one bit, zeros, the length in bits; whole blocks in all.
+        out.push(0x80);
+        while out.len() % 64 != 56 {
+            out.push(0);
+        }
+        out.extend_from_slice(&(self.len * 8).to_be_bytes());
+        true
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -115,6 +208,39 @@ mod tests {
         manual.extend_from_slice(&7u64.to_be_bytes());
         manual.extend_from_slice(&u64::MAX.to_be_bytes());
         assert_eq!(digest(&[7, u64::MAX]), hex(&Sha256::digest(&manual)));
+    }
+
+    #[test]
+    fn two_digests_at_once_are_two_digests() {
+        let mut next = 7u64;
+        let mut token = || {
+            next = next
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            next >> 40
+        };
+        // Lengths around the empty sequence, the block and the window (2,045 tokens fill
+        // the first window after the header), in ropes of several chunks.
+        let lengths = [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40, 2040, 2044, 2045, 2046, 4093, 5000,
+        ];
+        let seqs: Vec<TokenSeq> = lengths
+            .iter()
+            .map(|&len| {
+                let ids: Vec<u64> = (0..len).map(|_| token()).collect();
+                let cut = len / 3;
+                TokenSeq::from(ids[..cut].to_vec()).append(ids[cut..].to_vec().into())
+            })
+            .collect();
+        for a in &seqs {
+            for b in &seqs {
+                for (n, m) in [(a.len(), b.len()), (a.len() / 2, b.len().saturating_sub(1))] {
+                    let (x, y) = digest_two((a, n), (b, m));
+                    assert_eq!(x, digest_prefix(a, n), "{} of {}", n, a.len());
+                    assert_eq!(y, digest_prefix(b, m), "{} of {}", m, b.len());
+                }
+            }
+        }
     }
 
     #[test]

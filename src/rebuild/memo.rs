@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::digest::digest_prefix;
+use super::digest::{digest_prefix, digest_two};
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
 
@@ -80,11 +80,41 @@ impl DigestMemo {
             return hex(digest);
         }
         let digest = digest_prefix(cumulative, cumulative.len());
-        if let Some(raw) = unhex(&digest) {
+        self.remember(record, cumulative, &digest);
+        digest
+    }
+
+    fn remember(&self, record: &TokenRecord, cumulative: &TokenSeq, digest: &str) {
+        if let Some(raw) = unhex(digest) {
             self.digests()
                 .insert(record.model_call_id.clone(), (cumulative.len(), raw));
         }
-        digest
+    }
+
+    /// Compute the digests of `wanted` (records, each the first of its call id, with their
+    /// cumulative sequences) not remembered yet, two at a time ([`digest_two`]): a build's
+    /// link checks then find them remembered. An odd one out is left for when it is asked.
+    pub(crate) fn prefetch(&self, wanted: &[(&TokenRecord, &TokenSeq)]) {
+        let missing: Vec<&(&TokenRecord, &TokenSeq)> = {
+            let digests = self.digests();
+            wanted
+                .iter()
+                .filter(|(record, cumulative)| {
+                    digests
+                        .get(&record.model_call_id)
+                        .is_none_or(|(len, _)| *len != cumulative.len())
+                })
+                .collect()
+        };
+        for pair in missing.chunks_exact(2) {
+            let [(first, first_cumulative), (second, second_cumulative)] = [*pair[0], *pair[1]];
+            let (x, y) = digest_two(
+                (first_cumulative, first_cumulative.len()),
+                (second_cumulative, second_cumulative.len()),
+            );
+            self.remember(first, first_cumulative, &x);
+            self.remember(second, second_cumulative, &y);
+        }
     }
 
     /// Whether `seq` starts with `prefix`, remembered by the token arrays they are made of.

@@ -139,6 +139,15 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
             .as_deref()
             .is_some_and(|p| !surviving_ids.contains_key(p))
     });
+    if let Some(memo) = memo {
+        memo.prefetch(&parents_to_digest(
+            records,
+            &survivors,
+            &first_by_id,
+            &surviving_ids,
+            &materialized,
+        ));
+    }
     let mut prefix_index = needs_index.then(PrefixIndex::default);
     let mut node_by_id: HashMap<&str, usize> = HashMap::with_capacity(survivors.len());
     let mut digests = ParentDigests {
@@ -338,6 +347,42 @@ fn materialize(
         });
     }
     out
+}
+
+/// The records whose cumulative digests step 5 is likely to ask for: each surviving parent
+/// that a surviving call names and that records a digest (not already checked as a delta).
+/// (Computing one more than asked changes nothing but the work.)
+fn parents_to_digest<'a>(
+    records: &'a [Arc<TokenRecord>],
+    survivors: &[usize],
+    first_by_id: &HashMap<&str, usize>,
+    surviving_ids: &HashMap<&str, ()>,
+    materialized: &'a [Option<Materialized>],
+) -> Vec<(&'a TokenRecord, &'a TokenSeq)> {
+    let mut seen = std::collections::HashSet::new();
+    survivors
+        .iter()
+        .filter_map(|&child| {
+            let record = &records[child];
+            if matches!(
+                record.parent_resolution,
+                Some(ParentResolution::Root | ParentResolution::Unresolved)
+            ) {
+                return None;
+            }
+            let claimed = record.parent_call_id.as_deref()?;
+            surviving_ids.get(claimed)?;
+            let parent = *first_by_id.get(claimed)?;
+            let seqs = materialized[parent].as_ref()?;
+            let parent_record = &records[parent];
+            let recorded = parent_record
+                .digest
+                .as_deref()
+                .is_some_and(|d| !d.is_empty());
+            (recorded && !seqs.digest_verified && seen.insert(parent))
+                .then_some((&**parent_record, &seqs.cumulative))
+        })
+        .collect()
 }
 
 /// Step 5 for one call: its parent node and the note explaining any deviation.

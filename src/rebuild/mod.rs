@@ -6,6 +6,7 @@ pub mod memo;
 pub mod merge;
 pub mod output;
 pub mod project;
+mod twin;
 /// Token sequences live with the records that hold them (see [`crate::store::seq`]).
 pub use crate::store::seq;
 
