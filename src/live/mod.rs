@@ -1,10 +1,10 @@
 //! Live monitoring: following a store while it is written, and replaying a recorded one.
 //!
 //! [`LiveStore`] keeps, per rollout, what identifies the version of each file it read
-//! (inode, size, times). Only the rollouts that changed recently are kept *hot* — their
-//! bytes (read incrementally) and parsed lines — so an append to one of them costs the new
-//! bytes plus one rebuild; the others hold nothing and are read whole again, from the page
-//! cache, when they change or are looked at. The [`watch`] thread drives it from file-system
+//! (inode, size, times), and the digests of its calls. Only the rollouts that changed
+//! recently are kept *hot* — their parsed lines (no bytes: an append is read from where
+//! parsing must resume) — so an append to one of them costs the new bytes plus one rebuild;
+//! the others are read whole again, from the page cache, when they change or are looked at. The [`watch`] thread drives it from file-system
 //! events (or polling) and sends each changed rollout's [`Summary`] to the UI, and the full
 //! analysis of the rollouts the UI looks at; the UI thread never reads a file.
 
@@ -236,8 +236,9 @@ impl StoreEvent {
     }
 }
 
-/// How many rollouts are kept hot (bytes and parsed lines held, so an append costs only
-/// itself), and how many bytes of files they may hold together: whichever bound comes first.
+/// How many rollouts are kept hot (parsed lines held, so an append costs only itself), and
+/// how many bytes they may hold together ([`LiveRollout::resident_bytes`]): whichever bound
+/// comes first.
 pub const HOT_ROLLOUTS: usize = 64;
 /// How long the first scan gathers finished rollouts before sending them (one list update
 /// per batch, not per rollout).
@@ -397,8 +398,9 @@ impl LiveStore {
         }
     }
 
-    /// Bytes of file content held by every followed rollout (bounded by [`HOT_BYTES`] plus
-    /// the rollouts looked at, whatever the store's size).
+    /// Memory held for the next reads by every followed rollout (see
+    /// [`LiveRollout::resident_bytes`]; bounded by [`HOT_BYTES`] plus the rollouts looked at,
+    /// whatever the store's size).
     pub fn resident_bytes(&self) -> usize {
         self.rollouts
             .values()
