@@ -692,6 +692,19 @@ mod tests {
         );
         assert_eq!(take_digests_computed(), 2);
         assert!(rest.len() > 1);
+        // Hot, it holds parsed lines and no bytes of its records file; an unfinished last
+        // line is held until it is complete.
+        assert!(rollout.refresh(&options).is_none(), "unchanged");
+        assert_eq!(rollout.records.held_bytes(), 0);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"{\"model_call_id\":").unwrap();
+        rollout.refresh(&options).expect("changed");
+        assert_eq!(rollout.records.bytes(), Some(&b"{\"model_call_id\":"[..]));
+        assert!(rollout.records.held_bytes() <= 64 << 10);
+        drop(file);
         // Replaced by another file: nothing known of it holds.
         let other = dir.path().join("other");
         std::fs::write(&other, &lines).unwrap();

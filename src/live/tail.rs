@@ -102,7 +102,7 @@ impl FileTail {
         }
     }
 
-    /// Follow a records file: its bytes are dropped once parsed ([`FileTail::settle`]).
+    /// Follow a records file: its bytes are dropped once parsed (`settle`).
     pub fn records(path: PathBuf) -> FileTail {
         FileTail {
             settles: true,
