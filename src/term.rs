@@ -180,15 +180,19 @@ impl FramePacer {
     }
 
     /// Apply the watcher's `events` (`apply` says whether they changed what is shown): drawn
-    /// with the next store frame, except the end of the first scan, shown at once.
+    /// with the next store frame, except what answers the user (a rollout's analysis, a
+    /// replay timeline) and the end of the first scan, shown at once.
     pub fn store_events(
         &mut self,
         events: Vec<StoreEvent>,
         apply: impl FnOnce(Vec<StoreEvent>) -> bool,
     ) {
-        let at_once = events
-            .iter()
-            .any(|event| matches!(event, StoreEvent::Ready));
+        let at_once = events.iter().any(|event| {
+            matches!(
+                event,
+                StoreEvent::Ready | StoreEvent::Detail(_) | StoreEvent::Timeline(_)
+            )
+        });
         let changed = apply(events);
         if at_once {
             self.input(changed);
@@ -319,7 +323,15 @@ fn event_loop(
                 watch.replay(rollouts);
             }
         }
-        pacer.store(app.update(Message::Tick(Instant::now())));
+        // A replay the user plays is drawn step by step; the clock's other changes (ages,
+        // highlights) with the store's.
+        let replaying = app.replay.is_some();
+        let changed = app.update(Message::Tick(Instant::now()));
+        if replaying {
+            pacer.input(changed);
+        } else {
+            pacer.store(changed);
+        }
     }
 }
 

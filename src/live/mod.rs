@@ -35,6 +35,9 @@ pub struct LiveRollout {
     state: FileTail,
     cache: LineCache,
     memo: std::sync::Arc<crate::rebuild::merge::DigestMemo>,
+    /// The state said frozen (or retired) when last read: no call will be appended, so its
+    /// digests are not kept once it is cooled.
+    frozen: bool,
 }
 
 impl LiveRollout {
@@ -47,6 +50,7 @@ impl LiveRollout {
             state: FileTail::new(location.path(FileKind::State), false),
             cache: LineCache::kept(),
             memo: Default::default(),
+            frozen: false,
             location,
         }
     }
@@ -58,7 +62,11 @@ impl LiveRollout {
             tail.forget();
         }
         self.cache = LineCache::kept();
-        self.memo.cool();
+        if self.frozen {
+            self.memo.clear();
+        } else {
+            self.memo.cool();
+        }
     }
 
     /// A rollout not read before: read it, and its analysis even when it has no file to read.
@@ -188,6 +196,7 @@ impl LiveRollout {
             io_issues: &io_issues,
         };
         let capture = capture_from(&self.location, bytes, &mut self.cache);
+        self.frozen = capture.state.frozen || capture.state.retired;
         // The lines read are parsed and kept: their bytes are not.
         self.records.settle(self.cache.resume() as u64);
         let options = VerdictOptions {
@@ -711,5 +720,27 @@ mod tests {
         std::fs::rename(&other, &path).unwrap();
         rollout.refresh(&options).expect("changed");
         assert_eq!(take_digests_computed(), 11);
+    }
+
+    #[test]
+    fn a_frozen_rollout_keeps_no_digests_once_cooled() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = RolloutLocation {
+            dir: dir.path().to_path_buf(),
+            id: "r".into(),
+        };
+        std::fs::write(location.path(FileKind::Records), conversation(4)).unwrap();
+        let mut rollout = LiveRollout::new(location.clone());
+        rollout.refresh(&VerdictOptions::default());
+        rollout.cool();
+        assert_eq!(
+            rollout.memo.len(),
+            3,
+            "a live rollout may grow: its digests stay"
+        );
+        std::fs::write(location.path(FileKind::State), br#"{"frozen":true}"#).unwrap();
+        rollout.refresh(&VerdictOptions::default());
+        rollout.cool();
+        assert!(rollout.memo.is_empty(), "frozen: nothing will be appended");
     }
 }

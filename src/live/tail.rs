@@ -48,6 +48,30 @@ impl Stamp {
     }
 }
 
+/// Bytes a file's fingerprint covers (the first record's id, times and digest).
+const HEAD_BYTES: usize = 4 << 10;
+
+fn hash_of(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The fingerprint of a file's first bytes.
+fn fingerprint(data: &[u8]) -> (usize, u64) {
+    let len = data.len().min(HEAD_BYTES);
+    (len, hash_of(&data[..len]))
+}
+
+/// The fingerprint of the first bytes of an open file `len` bytes long.
+fn fingerprint_of(file: &File, len: u64) -> std::io::Result<(usize, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0; (len as usize).min(HEAD_BYTES)];
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(fingerprint(&bytes))
+}
+
 /// Whether `now` is the file `before` was, at least as long.
 fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
     before
@@ -79,6 +103,11 @@ pub struct FileTail {
     /// The last whole read was of the file read before, not shorter: what was known of its
     /// bytes still holds, if it only grows.
     continued: bool,
+    /// A fingerprint of the first bytes of the version read: how many, and their hash. (An
+    /// inode number can be reused by a file created after one was deleted.)
+    head: Option<(usize, u64)>,
+    /// Read the file even if its stamp is unchanged ([`FileTail::reload`]).
+    force: bool,
     error: Option<String>,
     /// Bytes read in total (for figures).
     pub bytes_read: u64,
@@ -97,6 +126,8 @@ impl FileTail {
             handle: None,
             cold: false,
             continued: false,
+            head: None,
+            force: false,
             error: None,
             bytes_read: 0,
         }
@@ -181,9 +212,10 @@ impl FileTail {
         if !self.cold {
             return self.refresh();
         }
-        let before = self.stamp.take();
+        let before = self.stamp;
+        self.force = true;
         let change = self.refresh();
-        self.continued = continues(before, self.stamp);
+        self.force = false;
         match change {
             // Read whole again: a change only if the file is not the version read before.
             Change::Reread if before == self.stamp => Change::None,
@@ -200,7 +232,7 @@ impl FileTail {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.gone(),
             Err(e) => return self.failed(None, &e),
         };
-        if self.stamp == Some(stamp) {
+        if self.stamp == Some(stamp) && !self.force {
             return Change::None;
         }
         self.cold = false;
@@ -236,22 +268,35 @@ impl FileTail {
         if same_file && self.append_only && stamp.len > known {
             file.seek(SeekFrom::Start(known))?;
             let data = self.data.get_or_insert_with(Vec::new);
-            if data.capacity() == 0 {
+            if data.capacity() == 0 && self.settles {
                 *data = spare_buffer();
             }
             let read = file.take(stamp.len - known).read_to_end(data)? as u64;
             self.bytes_read += read;
             self.stamp = Some(stamp);
+            if self.head.is_none_or(|(len, _)| len < HEAD_BYTES) {
+                self.head = Some(fingerprint_of(file, known + read)?);
+            }
             return Ok(if read > 0 {
                 Change::Appended
             } else {
                 Change::None
             });
         }
+        // A settled file whose times changed, not its size: unchanged if it is still the file
+        // read (its parsed lines stay; a write's time may come before its size).
+        if same_file && self.settles && stamp.len == known && self.head_holds(file)? {
+            self.stamp = Some(stamp);
+            return Ok(Change::None);
+        }
         // New, truncated, replaced or rewritten in place: read it whole (as it was at open).
-        self.continued = continues(self.stamp, Some(stamp));
         file.seek(SeekFrom::Start(0))?;
         let data = read_up_to(file, stamp.len)?;
+        self.continued = continues(self.stamp, Some(stamp))
+            && self
+                .head
+                .is_some_and(|(len, hash)| data.len() >= len && hash_of(&data[..len]) == hash);
+        self.head = Some(fingerprint(&data));
         self.bytes_read += data.len() as u64;
         let unchanged = self.base == 0 && self.data.as_deref() == Some(&data[..]);
         if let Some(old) = self.data.replace(data) {
@@ -266,9 +311,24 @@ impl FileTail {
         })
     }
 
+    /// Whether the open file still begins with the bytes the fingerprint was taken of.
+    fn head_holds(&self, file: &File) -> std::io::Result<bool> {
+        let Some((len, hash)) = self.head else {
+            return Ok(false);
+        };
+        let mut bytes = vec![0; len];
+        use std::os::unix::fs::FileExt;
+        match file.read_exact_at(&mut bytes, 0) {
+            Ok(()) => Ok(hash_of(&bytes) == hash),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     fn gone(&mut self) -> Change {
         self.handle = None;
         self.continued = false;
+        self.head = None;
         self.base = 0;
         let existed = self.data.take().is_some() | self.error.take().is_some()
             || std::mem::take(&mut self.cold);
@@ -288,6 +348,7 @@ impl FileTail {
         self.base = 0;
         self.handle = None;
         self.continued = false;
+        self.head = None;
         self.cold = false;
         self.stamp = stamp;
         self.error = Some(message);
@@ -399,5 +460,62 @@ mod tests {
         std::fs::rename(&other, &path).unwrap();
         assert_eq!(tail.refresh(), Change::Reread);
         assert!(!tail.continued(), "replaced");
+    }
+
+    #[test]
+    fn a_file_rewritten_in_place_while_cold_is_not_taken_for_the_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"first attempt\n").unwrap();
+        let mut tail = FileTail::records(path.clone());
+        assert_eq!(tail.refresh(), Change::Reread);
+        tail.forget();
+        // Truncated and written again (the same inode), longer than before.
+        std::fs::write(&path, b"second attempt, longer\n").unwrap();
+        assert_eq!(tail.reload(), Change::Reread);
+        assert!(
+            !tail.continued(),
+            "another version: nothing known of the first holds"
+        );
+    }
+
+    #[test]
+    fn a_settled_file_whose_times_changed_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"one\ntwo\n").unwrap();
+        let mut tail = FileTail::records(path.clone());
+        assert_eq!(tail.refresh(), Change::Reread);
+        tail.settle(8);
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        assert_eq!(
+            tail.refresh(),
+            Change::None,
+            "the same bytes: nothing to parse"
+        );
+        assert_eq!(tail.bytes_read, 8);
+        // The same size, other bytes: read whole.
+        std::fs::write(&path, b"six\nten\n").unwrap();
+        assert_eq!(tail.refresh(), Change::Reread);
+        assert!(!tail.continued());
+    }
+
+    #[test]
+    fn a_small_file_first_seen_empty_keeps_a_buffer_of_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("intents");
+        std::fs::write(&path, b"").unwrap();
+        // Give this thread a large spare buffer, as reading a large file would.
+        crate::store::open::recycle(Vec::with_capacity(4 << 20));
+        let mut tail = FileTail::new(path.clone(), true);
+        assert_eq!(tail.refresh(), Change::Reread);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"c1\n").unwrap();
+        assert_eq!(tail.refresh(), Change::Appended);
+        assert!(tail.held_bytes() < 4 << 10, "held {}", tail.held_bytes());
     }
 }

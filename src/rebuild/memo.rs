@@ -18,15 +18,20 @@ use crate::store::TokenRecord;
 /// ancestors, each the first of its id). So they stay sound while the file only grows —
 /// even after its lines are dropped and read again (a rollout cooled and warmed). Clear them
 /// when the file is truncated or replaced. Each is also checked against the sequence's
-/// length.
+/// length and the digest its record recorded.
 #[derive(Debug, Default)]
 pub struct DigestMemo {
-    digests: Mutex<HashMap<String, (usize, [u8; 32])>>,
+    digests: Mutex<HashMap<String, MemoEntry>>,
     /// Whether a prompt starts with a parent's cumulative sequence, by the token arrays
     /// both are made of (a full-prompt record's link is otherwise a comparison of every
     /// token of its prompt, on every rebuild).
     prefixes: Mutex<HashMap<(ChunkKey, ChunkKey), PrefixEntry>>,
 }
+
+/// A digest remembered for a call: its cumulative sequence's length, the digest its record
+/// recorded (if any), and the digest computed. Both are checked before it is used again: a
+/// rollout id reused by a new attempt with the same call ids has other records.
+type MemoEntry = (usize, Option<[u8; 32]>, [u8; 32]);
 
 /// Addresses and lengths of a sequence's token arrays.
 type ChunkKey = Vec<(usize, usize)>;
@@ -58,7 +63,7 @@ fn chunk_key(chunks: &[Arc<[u64]>]) -> ChunkKey {
 
 impl DigestMemo {
     /// The digests (still usable after a panic elsewhere poisoned the lock).
-    fn digests(&self) -> std::sync::MutexGuard<'_, HashMap<String, (usize, [u8; 32])>> {
+    fn digests(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemoEntry>> {
         self.digests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -74,8 +79,10 @@ impl DigestMemo {
     /// The digest of `record`'s cumulative sequence `cumulative` (`record` is the first of
     /// its call id).
     fn digest(&self, record: &TokenRecord, cumulative: &TokenSeq) -> String {
-        if let Some((len, digest)) = self.digests().get(&record.model_call_id)
-            && *len == cumulative.len()
+        if let Some((_, _, digest)) = self
+            .digests()
+            .get(&record.model_call_id)
+            .filter(|entry| same_call(entry, record, cumulative))
         {
             return hex(digest);
         }
@@ -86,8 +93,11 @@ impl DigestMemo {
 
     fn remember(&self, record: &TokenRecord, cumulative: &TokenSeq, digest: &str) {
         if let Some(raw) = unhex(digest) {
-            self.digests()
-                .insert(record.model_call_id.clone(), (cumulative.len(), raw));
+            let recorded = record.digest.as_deref().and_then(unhex);
+            self.digests().insert(
+                record.model_call_id.clone(),
+                (cumulative.len(), recorded, raw),
+            );
         }
     }
 
@@ -102,7 +112,7 @@ impl DigestMemo {
                 .filter(|(record, cumulative)| {
                     digests
                         .get(&record.model_call_id)
-                        .is_none_or(|(len, _)| *len != cumulative.len())
+                        .is_none_or(|entry| !same_call(entry, record, cumulative))
                 })
                 .collect()
         };
@@ -153,6 +163,12 @@ impl DigestMemo {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Whether `entry` was remembered for this very call: the same length, the same recorded
+/// digest.
+fn same_call(entry: &MemoEntry, record: &TokenRecord, cumulative: &TokenSeq) -> bool {
+    entry.0 == cumulative.len() && entry.1 == record.digest.as_deref().and_then(unhex)
 }
 
 fn hex(bytes: &[u8; 32]) -> String {
@@ -231,6 +247,13 @@ mod memo_tests {
         let longer = record("a", vec![1, 2, 3, 4]);
         let digest = memo.digest(&longer, &longer.prompt_token_ids);
         assert_eq!(digest, digest_prefix(&longer.prompt_token_ids, 4));
+        // The same call id and length in another attempt (other recorded digest): computed.
+        let attempt = TokenRecord::parse(
+            br#"{"digest":"0000000000000000000000000000000000000000000000000000000000000000","generation_log_probs":[],"generation_token_ids":[],"model_call_id":"a","parent_resolution":"root","prompt_token_ids":[7,8,9,10],"rollout_id":"r"}"#,
+        )
+        .expect("a valid record");
+        let digest = memo.digest(&attempt, &attempt.prompt_token_ids);
+        assert_eq!(digest, digest_prefix(&attempt.prompt_token_ids, 4));
         memo.clear();
         assert!(memo.is_empty());
         assert_eq!(hex(&unhex(&expected).unwrap()), expected);

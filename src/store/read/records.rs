@@ -180,14 +180,22 @@ impl LineCache {
         self.scanned = len;
     }
 
-    /// Forget one line's parse.
+    /// Forget one line's parse (and what it was counted to hold).
     fn forget_line(&mut self, key: LineKey) {
-        if let Some(Some(Ok(record))) = self.lines.remove(&key)
-            && self.by_id.get(&record.model_call_id) == Some(&key)
-        {
-            self.by_id.remove(&record.model_call_id);
+        let spans = self.spans.remove(&key);
+        let held = match (self.lines.remove(&key), &spans) {
+            (Some(Some(Ok(record))), Some(spans)) => {
+                if self.by_id.get(&record.model_call_id) == Some(&key) {
+                    self.by_id.remove(&record.model_call_id);
+                }
+                held_by(&record, spans, key.1 - key.0)
+            }
+            (Some(_), _) => key.1 - key.0,
+            (None, _) => 0,
+        };
+        if self.keep {
+            self.held = self.held.saturating_sub(held);
         }
-        self.spans.remove(&key);
         self.digests.remove(&key);
     }
 
