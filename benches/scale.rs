@@ -253,7 +253,8 @@ fn main() {
         batch.extend(handle.events.try_iter());
         all_read |= batch.iter().any(|e| matches!(e, StoreEvent::Ready));
         if !batch.is_empty() {
-            pacer.store_events(batch, |events| app.update(Message::Store(events)));
+            let awaited = app.loading();
+            pacer.store_events(batch, awaited, |events| app.update(Message::Store(events)));
         }
         // Figures are taken when a frame shows them.
         if draw(&mut app, &mut terminal, &mut pacer) {
@@ -306,7 +307,8 @@ fn main() {
         std::thread::sleep(Duration::from_millis(30));
         let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
         if !batch.is_empty() {
-            pacer.store_events(batch, |events| app.update(Message::Store(events)));
+            let awaited = app.loading();
+            pacer.store_events(batch, awaited, |events| app.update(Message::Store(events)));
         }
         if !draw(&mut app, &mut terminal, &mut pacer) {
             continue;

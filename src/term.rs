@@ -180,18 +180,19 @@ impl FramePacer {
     }
 
     /// Apply the watcher's `events` (`apply` says whether they changed what is shown): drawn
-    /// with the next store frame, except what answers the user (a rollout's analysis, a
-    /// replay timeline) and the end of the first scan, shown at once.
+    /// with the next store frame, except what the user waits for — a rollout's analysis
+    /// while its panes say it is being read (`awaited`: [`App::loading`]), a replay
+    /// timeline — and the end of the first scan, shown at once.
     pub fn store_events(
         &mut self,
         events: Vec<StoreEvent>,
+        awaited: bool,
         apply: impl FnOnce(Vec<StoreEvent>) -> bool,
     ) {
-        let at_once = events.iter().any(|event| {
-            matches!(
-                event,
-                StoreEvent::Ready | StoreEvent::Detail(_) | StoreEvent::Timeline(_)
-            )
+        let at_once = events.iter().any(|event| match event {
+            StoreEvent::Ready | StoreEvent::Timeline(_) => true,
+            StoreEvent::Detail(_) => awaited,
+            _ => false,
         });
         let changed = apply(events);
         if at_once {
@@ -314,7 +315,10 @@ fn event_loop(
         if let Some(watch) = watch {
             let changes: Vec<_> = watch.events.try_iter().collect();
             if !changes.is_empty() {
-                pacer.store_events(changes, |events| app.update(Message::Store(events)));
+                let awaited = app.loading();
+                pacer.store_events(changes, awaited, |events| {
+                    app.update(Message::Store(events))
+                });
             }
             if let Some(rollouts) = app.detail_requests() {
                 watch.focus(rollouts);
@@ -367,9 +371,27 @@ mod tests {
         );
         assert_eq!(pacer.last_drawn(), Some(soon));
         pacer.drawn(soon);
-        pacer.store_events(vec![StoreEvent::Progress { read: 1, total: 2 }], |_| true);
+        let progress = || vec![StoreEvent::Progress { read: 1, total: 2 }];
+        pacer.store_events(progress(), true, |_| true);
         assert!(!pacer.due(soon), "progress waits for its frame");
-        pacer.store_events(vec![StoreEvent::Ready], |_| true);
+        let analysis = || {
+            let location = crate::store::RolloutLocation {
+                dir: "d".into(),
+                id: "r".into(),
+            };
+            let capture = crate::store::Capture::unborn(location);
+            let analysis = crate::verdict::analyze(capture, &Default::default());
+            vec![StoreEvent::Detail(Box::new(analysis))]
+        };
+        pacer.store_events(analysis(), false, |_| true);
+        assert!(
+            !pacer.due(soon),
+            "a changed analysis nobody waits for: its frame"
+        );
+        pacer.store_events(analysis(), true, |_| true);
+        assert!(pacer.due(soon), "the analysis the panes wait for: at once");
+        pacer.drawn(soon);
+        pacer.store_events(vec![StoreEvent::Ready], false, |_| true);
         assert!(
             pacer.due(soon),
             "the end of the first scan is shown at once"
