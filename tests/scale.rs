@@ -60,9 +60,22 @@ fn first_scan(store: &mut LiveStore) -> Vec<StoreEvent> {
     events
 }
 
+/// Make every records file of `dir` look written `age` ago.
+fn age_records(dir: &std::path::Path, age: std::time::Duration) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with(".tokens.jsonl") {
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_modified(std::time::SystemTime::now() - age)
+                .unwrap();
+        }
+    }
+}
+
 #[test]
-fn the_first_scan_holds_no_file_bytes_and_reports_progress() {
+fn the_first_scan_holds_nothing_of_a_store_not_being_written_and_reports_progress() {
     let dir = store();
+    age_records(dir.path(), tokscope::live::RECENTLY_WRITTEN * 2);
     let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
     let events = first_scan(&mut store);
     let summaries = events
@@ -81,6 +94,24 @@ fn the_first_scan_holds_no_file_bytes_and_reports_progress() {
         "nothing is kept of a rollout read once"
     );
     assert_eq!(store.hot_rollouts(), 0);
+}
+
+#[test]
+fn the_first_scan_keeps_a_bounded_number_of_rollouts_being_written_hot() {
+    let dir = store();
+    let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
+    first_scan(&mut store);
+    // All were just written; three in four are live (the frozen ones are cooled).
+    assert_eq!(store.hot_rollouts(), HOT_ROLLOUTS.min(ROLLOUTS * 3 / 4));
+    let bytes: usize = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len() as usize)
+        .sum();
+    assert!(
+        store.resident_bytes() < bytes,
+        "held {} bytes for a {bytes}-byte store",
+        store.resident_bytes()
+    );
 }
 
 #[test]

@@ -77,13 +77,24 @@ impl LiveRollout {
         }
     }
 
-    /// Read a rollout once and cool it (the first scan): its lines are parsed as `build`
-    /// parses them, none kept for a next read that may never come.
-    fn read_once(location: RolloutLocation, options: &VerdictOptions) -> (Self, Analysis) {
+    /// Read a rollout for the first scan. One being written (its records file changed in
+    /// the last [`RECENTLY_WRITTEN`], its state not frozen) is kept hot, its next append
+    /// likely; the others are parsed as `build` parses them and cooled, nothing kept for a
+    /// next read that may never come.
+    fn read_first(location: RolloutLocation, options: &VerdictOptions) -> (Self, Analysis) {
         let mut rollout = LiveRollout::new(location);
-        rollout.cache = LineCache::default();
+        let written = std::fs::metadata(rollout.location.path(FileKind::Records))
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age < RECENTLY_WRITTEN);
+        if !written {
+            rollout.cache = LineCache::default();
+        }
         let analysis = rollout.read_new(options);
-        rollout.cool();
+        if !written || rollout.frozen {
+            rollout.cool();
+        }
         (rollout, analysis)
     }
 
@@ -254,6 +265,9 @@ pub const HOT_ROLLOUTS: usize = 64;
 pub const FIRST_SCAN_BATCH: Duration = Duration::from_millis(25);
 /// See [`HOT_ROLLOUTS`].
 pub const HOT_BYTES: usize = 160 << 20;
+/// A rollout whose records file changed this recently when the first scan reads it is being
+/// written: it is kept hot (see [`HOT_ROLLOUTS`]).
+pub const RECENTLY_WRITTEN: Duration = Duration::from_secs(60);
 
 /// Move the rollouts of `focus` still in `queue` to its front, in `focus`'s order.
 fn to_front(queue: &mut VecDeque<RolloutLocation>, focus: &[RolloutLocation]) {
@@ -544,7 +558,7 @@ impl LiveStore {
                         let Some(location) = next else { break };
                         let options = crate::load::options_for(options, rows, &location);
                         if results
-                            .send(LiveRollout::read_once(location, &options))
+                            .send(LiveRollout::read_first(location, &options))
                             .is_err()
                         {
                             break;
@@ -566,7 +580,13 @@ impl LiveStore {
                 read += batch.len();
                 let mut events = Vec::new();
                 for (rollout, analysis) in batch {
-                    store.rollouts.insert(rollout.location.clone(), rollout);
+                    let location = rollout.location.clone();
+                    let hot = !rollout.is_cold();
+                    store.rollouts.insert(location.clone(), rollout);
+                    if hot {
+                        // (Within the bounds: the least recently read are cooled.)
+                        store.warm(&location);
+                    }
                     store.emit(analysis, &mut events);
                 }
                 events.push(StoreEvent::Progress { read, total });
