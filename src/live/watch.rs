@@ -56,7 +56,9 @@ fn answer(request: Request, store: &mut LiveStore, sender: &Sender<StoreEvent>) 
 pub struct WatchOptions {
     /// Events or polling.
     pub mode: WatchMode,
-    /// After the first event of a burst, wait this long for more before rebuilding.
+    /// After the first event of a burst, wait this long for more before rebuilding (25 ms
+    /// by default: a quarter of a store frame, so unseen; each wake-up of the watcher
+    /// costs, and a burst's changes to one rollout cost one rebuild).
     pub coalesce: Duration,
     /// How rollouts are judged.
     pub verdict: VerdictOptions,
@@ -68,7 +70,7 @@ impl Default for WatchOptions {
     fn default() -> Self {
         WatchOptions {
             mode: WatchMode::Events,
-            coalesce: Duration::from_millis(5),
+            coalesce: Duration::from_millis(25),
             verdict: VerdictOptions::default(),
             rows: Vec::new(),
         }
