@@ -425,26 +425,34 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_whole_read_says_whether_the_file_is_the_one_read_before_grown() {
+    /// A temporary directory holding one file `f` with `bytes`.
+    fn file_with(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        std::fs::write(&path, b"one\n").unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    /// Append `bytes` to the file at `path`, as a writer does.
+    fn append(path: &std::path::Path, bytes: &[u8]) {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    #[test]
+    fn a_whole_read_says_whether_the_file_is_the_one_read_before_grown() {
+        let (dir, path) = file_with(b"one\n");
         let mut tail = FileTail::records(path.clone());
         assert_eq!(tail.refresh(), Change::Reread);
         assert!(!tail.continued(), "nothing was read before");
         tail.forget();
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        file.write_all(b"two\n").unwrap();
+        append(&path, b"two\n");
         assert_eq!(tail.reload(), Change::Reread);
         assert!(tail.continued(), "the same file, grown while cold");
         tail.settle(8);
         assert_eq!(tail.bytes(), Some(&b""[..]), "parsed lines are not held");
         assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((8, 8)));
-        file.write_all(b"thr").unwrap();
+        append(&path, b"thr");
         assert_eq!(tail.refresh(), Change::Appended);
         tail.settle(8);
         assert_eq!(
@@ -464,9 +472,7 @@ mod tests {
 
     #[test]
     fn a_file_rewritten_in_place_while_cold_is_not_taken_for_the_one_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, b"first attempt\n").unwrap();
+        let (_dir, path) = file_with(b"first attempt\n");
         let mut tail = FileTail::records(path.clone());
         assert_eq!(tail.refresh(), Change::Reread);
         tail.forget();
@@ -481,9 +487,7 @@ mod tests {
 
     #[test]
     fn a_settled_file_whose_times_changed_is_not_read_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, b"one\ntwo\n").unwrap();
+        let (_dir, path) = file_with(b"one\ntwo\n");
         let mut tail = FileTail::records(path.clone());
         assert_eq!(tail.refresh(), Change::Reread);
         tail.settle(8);
@@ -503,18 +507,12 @@ mod tests {
 
     #[test]
     fn a_small_file_first_seen_empty_keeps_a_buffer_of_its_size() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("intents");
-        std::fs::write(&path, b"").unwrap();
+        let (_dir, path) = file_with(b"");
         // Give this thread a large spare buffer, as reading a large file would.
         crate::store::open::recycle(Vec::with_capacity(4 << 20));
         let mut tail = FileTail::new(path.clone(), true);
         assert_eq!(tail.refresh(), Change::Reread);
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        file.write_all(b"c1\n").unwrap();
+        append(&path, b"c1\n");
         assert_eq!(tail.refresh(), Change::Appended);
         assert!(tail.held_bytes() < 4 << 10, "held {}", tail.held_bytes());
     }
