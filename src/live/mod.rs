@@ -81,13 +81,18 @@ impl LiveRollout {
     /// the last [`RECENTLY_WRITTEN`], its state not frozen) is kept hot, its next append
     /// likely; the others are parsed as `build` parses them and cooled, nothing kept for a
     /// next read that may never come.
-    fn read_first(location: RolloutLocation, options: &VerdictOptions) -> (Self, Analysis) {
+    fn read_first(
+        location: RolloutLocation,
+        options: &VerdictOptions,
+        following: bool,
+    ) -> (Self, Analysis) {
         let mut rollout = LiveRollout::new(location);
-        let written = std::fs::metadata(rollout.location.path(FileKind::Records))
-            .and_then(|meta| meta.modified())
-            .ok()
-            .and_then(|modified| modified.elapsed().ok())
-            .is_some_and(|age| age < RECENTLY_WRITTEN);
+        let written = following
+            && std::fs::metadata(rollout.location.path(FileKind::Records))
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age < RECENTLY_WRITTEN);
         if !written {
             rollout.cache = LineCache::default();
         }
@@ -297,6 +302,9 @@ pub struct LiveStore {
     rows: Arc<Rows>,
     /// The rows files' stamp when they were last read.
     rows_stamp: Vec<RowsFileStamp>,
+    /// Changes will be followed (not `--no-watch`): the first scan keeps the rollouts
+    /// being written hot.
+    following: bool,
 }
 
 /// A rows file's path, size and modification time.
@@ -323,9 +331,15 @@ impl LiveStore {
             row_paths,
             rows: Arc::default(),
             rows_stamp: Vec::new(),
+            following: true,
         };
         store.reload_rows();
         store
+    }
+
+    /// Whether changes will be followed after the first scan (`false`: it keeps nothing hot).
+    pub(crate) fn set_following(&mut self, following: bool) {
+        self.following = following;
     }
 
     /// Read the rollout rows again. Their stamp is taken first, so that a change made while
@@ -547,6 +561,7 @@ impl LiveStore {
         // The workers read; this thread hands their results on, so no core waits for another
         // to finish a chunk, nor for the events to be sent.
         let (options, rows) = (self.options.clone(), Arc::clone(&self.rows));
+        let following = self.following;
         let (results, finished) = mpsc::channel::<(LiveRollout, Analysis)>();
         std::thread::scope(|scope| {
             for _ in 0..workers.min(total) {
@@ -558,7 +573,7 @@ impl LiveStore {
                         let Some(location) = next else { break };
                         let options = crate::load::options_for(options, rows, &location);
                         if results
-                            .send(LiveRollout::read_first(location, &options))
+                            .send(LiveRollout::read_first(location, &options, following))
                             .is_err()
                         {
                             break;
@@ -762,5 +777,23 @@ mod tests {
         rollout.refresh(&VerdictOptions::default());
         rollout.cool();
         assert!(rollout.memo.is_empty(), "frozen: nothing will be appended");
+    }
+
+    #[test]
+    fn the_first_scan_keeps_rollouts_being_written_hot_only_when_following() {
+        let dir = tempfile::tempdir().unwrap();
+        for id in ["a", "b", "c"] {
+            let location = RolloutLocation {
+                dir: dir.path().to_path_buf(),
+                id: id.into(),
+            };
+            std::fs::write(location.path(FileKind::Records), conversation(3)).unwrap();
+        }
+        for following in [false, true] {
+            let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
+            store.set_following(following);
+            store.first_scan(&mut |_| true, &mut || None).unwrap();
+            assert_eq!(store.hot_rollouts(), if following { 3 } else { 0 });
+        }
     }
 }

@@ -254,6 +254,7 @@ fn run(
     let mut presence = Presence::new(&dirs);
     let mut store =
         LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
+    store.set_following(!matches!(options.mode, WatchMode::Once));
     // Subscribe before the first scan, so nothing written during it is missed.
     let mut watcher = match options.mode {
         WatchMode::Events => match notify::recommended_watcher(move |event| {
