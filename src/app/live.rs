@@ -107,7 +107,7 @@ impl Live {
 /// Changes from the watcher as the app takes them in.
 impl App {
     /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
-    /// highlight): only then is an idle explorer redrawn.
+    /// highlight, a replay playing): only then is an idle explorer redrawn.
     pub fn animating(&self) -> bool {
         let highlight = self
             .view
@@ -125,7 +125,9 @@ impl App {
                 .visible()
                 .filter_map(|row| self.list.rows.get(row))
                 .any(|index| self.live.in_flight_since.contains_key(index));
-        highlight || !self.live.recent.is_empty() || ages
+        // A replay playing moves its clock between calls too.
+        let playing = self.replay.as_ref().is_some_and(|r| r.playing.is_some());
+        highlight || !self.live.recent.is_empty() || ages || playing
     }
 
     /// Take in changes from the watcher (held back while paused or replaying).

@@ -257,6 +257,10 @@ fn replay_steps_and_returns_to_the_present() {
     app.update(Message::Text(TextKey::Submit));
     assert_eq!(app.message, Some(Notice::NoSuchCall("no-such-call".into())));
     act(&mut app, Action::Speed100);
+    assert!(
+        app.animating(),
+        "a replay playing moves its clock between calls"
+    );
     app.update(Message::Tick(
         Instant::now() + Duration::from_secs(1_000_000),
     ));
