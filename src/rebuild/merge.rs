@@ -322,6 +322,21 @@ fn materialize(
             }
         }
     }
+    // The delta digests checked below, two at a time.
+    if let Some(memo) = memo {
+        let wanted: Vec<(&TokenRecord, &TokenSeq)> = kept
+            .iter()
+            .filter_map(|&index| {
+                let record = &records[index];
+                let Some(Some(cum)) = &cumulative[index] else {
+                    return None;
+                };
+                let recorded = record.digest.as_deref().is_some_and(|d| !d.is_empty());
+                (record.prompt_is_delta && recorded).then_some((&**record, cum))
+            })
+            .collect();
+        memo.prefetch(&wanted);
+    }
     let mut out: Vec<Option<Materialized>> = (0..records.len()).map(|_| None).collect();
     for &index in kept {
         let record = &records[index];
