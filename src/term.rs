@@ -194,7 +194,12 @@ impl FramePacer {
             StoreEvent::Detail(_) => awaited,
             _ => false,
         });
-        let changed = apply(events);
+        self.changed(apply(events), at_once);
+    }
+
+    /// Something other than input `changed` what is shown: drawn at once, or with the next
+    /// store frame.
+    pub fn changed(&mut self, changed: bool, at_once: bool) {
         if at_once {
             self.input(changed);
         } else {
@@ -330,12 +335,7 @@ fn event_loop(
         // A replay the user plays is drawn step by step; the clock's other changes (ages,
         // highlights) with the store's.
         let replaying = app.replay.is_some();
-        let changed = app.update(Message::Tick(Instant::now()));
-        if replaying {
-            pacer.input(changed);
-        } else {
-            pacer.store(changed);
-        }
+        pacer.changed(app.update(Message::Tick(Instant::now())), replaying);
     }
 }
 

@@ -707,13 +707,20 @@ mod tests {
         out
     }
 
+    /// Rollout `id` in `dir`, its records file holding `records`.
+    fn rollout_with(dir: &Path, id: &str, records: &str) -> RolloutLocation {
+        let location = RolloutLocation {
+            dir: dir.to_path_buf(),
+            id: id.into(),
+        };
+        std::fs::write(location.path(FileKind::Records), records).unwrap();
+        location
+    }
+
     #[test]
     fn a_cooled_rollout_warmed_by_an_append_digests_only_its_new_links() {
         let dir = tempfile::tempdir().unwrap();
-        let location = RolloutLocation {
-            dir: dir.path().to_path_buf(),
-            id: "r".into(),
-        };
+        let location = rollout_with(dir.path(), "r", "");
         let path = location.path(FileKind::Records);
         let lines = conversation(12);
         let (first, rest) = lines.split_at(lines.match_indices('\n').nth(9).unwrap().0 + 1);
@@ -760,11 +767,7 @@ mod tests {
     #[test]
     fn a_frozen_rollout_keeps_no_digests_once_cooled() {
         let dir = tempfile::tempdir().unwrap();
-        let location = RolloutLocation {
-            dir: dir.path().to_path_buf(),
-            id: "r".into(),
-        };
-        std::fs::write(location.path(FileKind::Records), conversation(4)).unwrap();
+        let location = rollout_with(dir.path(), "r", &conversation(4));
         let mut rollout = LiveRollout::new(location.clone());
         rollout.refresh(&VerdictOptions::default());
         rollout.cool();
@@ -783,11 +786,7 @@ mod tests {
     fn the_first_scan_keeps_rollouts_being_written_hot_only_when_following() {
         let dir = tempfile::tempdir().unwrap();
         for id in ["a", "b", "c"] {
-            let location = RolloutLocation {
-                dir: dir.path().to_path_buf(),
-                id: id.into(),
-            };
-            std::fs::write(location.path(FileKind::Records), conversation(3)).unwrap();
+            rollout_with(dir.path(), id, &conversation(3));
         }
         for following in [false, true] {
             let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());

@@ -313,25 +313,28 @@ impl FileTail {
 
     /// Whether the open file still begins with the bytes the fingerprint was taken of.
     fn head_holds(&self, file: &File) -> std::io::Result<bool> {
-        let Some((len, hash)) = self.head else {
+        let Some(head) = self.head else {
             return Ok(false);
         };
-        let mut bytes = vec![0; len];
-        use std::os::unix::fs::FileExt;
-        match file.read_exact_at(&mut bytes, 0) {
-            Ok(()) => Ok(hash_of(&bytes) == hash),
+        match fingerprint_of(file, head.0 as u64) {
+            Ok(now) => Ok(now == head),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    fn gone(&mut self) -> Change {
+    /// Forget the version read: its bytes, handle and fingerprint; whether it had bytes.
+    fn drop_version(&mut self) -> bool {
+        self.base = 0;
         self.handle = None;
         self.continued = false;
         self.head = None;
-        self.base = 0;
-        let existed = self.data.take().is_some() | self.error.take().is_some()
-            || std::mem::take(&mut self.cold);
+        self.data.take().is_some()
+    }
+
+    fn gone(&mut self) -> Change {
+        let existed =
+            self.drop_version() | self.error.take().is_some() || std::mem::take(&mut self.cold);
         self.stamp = None;
         if existed {
             Change::Removed
@@ -344,11 +347,7 @@ impl FileTail {
     fn failed(&mut self, stamp: Option<Stamp>, error: &std::io::Error) -> Change {
         let message = error.to_string();
         let repeat = self.error.as_deref() == Some(message.as_str()) && self.stamp == stamp;
-        self.data = None;
-        self.base = 0;
-        self.handle = None;
-        self.continued = false;
-        self.head = None;
+        self.drop_version();
         self.cold = false;
         self.stamp = stamp;
         self.error = Some(message);

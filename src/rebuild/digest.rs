@@ -165,7 +165,8 @@ impl<'a> Message<'a> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex, as digests are written.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::digest::{digest_prefix, digest_two};
+use super::digest::{digest_prefix, digest_two, hex};
 use super::seq::TokenSeq;
 use crate::store::TokenRecord;
 
@@ -168,35 +168,7 @@ impl DigestMemo {
 /// Whether `entry` was remembered for this very call: the same length, the same recorded
 /// digest.
 fn same_call(entry: &MemoEntry, record: &TokenRecord, cumulative: &TokenSeq) -> bool {
-    entry.0 == cumulative.len()
-        && match (&entry.1, record.digest.as_deref()) {
-            (Some(remembered), Some(recorded)) => hex_is(remembered, recorded),
-            (None, recorded) => recorded.and_then(unhex).is_none(),
-            (Some(_), None) => false,
-        }
-}
-
-/// Whether `text` is the hex of `bytes` (no allocation: asked at every link check).
-fn hex_is(bytes: &[u8; 32], text: &str) -> bool {
-    let digit = |b: u8| (b as char).to_digit(16);
-    text.len() == 64
-        && bytes
-            .iter()
-            .zip(text.as_bytes().chunks_exact(2))
-            .all(|(byte, pair)| {
-                digit(pair[0]) == Some(u32::from(byte >> 4))
-                    && digit(pair[1]) == Some(u32::from(byte & 15))
-            })
-}
-
-fn hex(bytes: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(64);
-    for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)] as char);
-        out.push(DIGITS[usize::from(byte & 15)] as char);
-    }
-    out
+    entry.0 == cumulative.len() && entry.1 == record.digest.as_deref().and_then(unhex)
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {

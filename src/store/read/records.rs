@@ -314,14 +314,7 @@ pub(super) fn parse_records(
         });
     };
     parse_new_lines(&view, &newlines, cache, limit);
-    let parse = |start: usize, end: usize| -> ParsedLine {
-        match view.bytes(start, end) {
-            Ok(line) => parse_line(&line, limit, &mut EarlierArrays::default()).0,
-            Err(error) => Some(Err(RecordError::Syntax(format!(
-                "cannot read the line again: {error}"
-            )))),
-        }
-    };
+    let parse = |start: usize, end: usize| parse_alone(&view, start, end, limit).0;
 
     // The tail check.
     let mut cut = len;
@@ -401,8 +394,7 @@ pub(super) fn parse_records(
                         Ok(digest) => digest,
                         Err(error) => {
                             reported.insert(start);
-                            let message = format!("cannot read the line again: {error}");
-                            issue(IssueKind::Io, at, message, true);
+                            issue(IssueKind::Io, at, reread_failed(&error), true);
                             continue;
                         }
                     };
@@ -536,19 +528,29 @@ fn parse_new_lines(
             let line = &view.fresh[start - view.base..end - view.base];
             parse_line(line, limit, &mut earlier)
         } else {
-            // Not at hand (a read that does not continue its cache): read alone.
-            match view.bytes(start, end) {
-                Ok(line) => parse_line(&line, limit, &mut EarlierArrays::default()),
-                Err(error) => (
-                    Some(Err(RecordError::Syntax(format!(
-                        "cannot read the line again: {error}"
-                    )))),
-                    None,
-                ),
-            }
+            // Not at hand (a read that does not continue its cache).
+            parse_alone(view, start, end, limit)
         };
         cache.keep_line((start, end), parsed, spans);
     }
+}
+
+/// Parse the line at `start..end` on its own, its bytes read again if they are not at hand.
+fn parse_alone(
+    view: &RecordsBytes<'_>,
+    start: usize,
+    end: usize,
+    limit: usize,
+) -> (ParsedLine, Option<ArraySpans>) {
+    match view.bytes(start, end) {
+        Ok(line) => parse_line(&line, limit, &mut EarlierArrays::default()),
+        Err(error) => (Some(Err(RecordError::Syntax(reread_failed(&error)))), None),
+    }
+}
+
+/// Why a line's bytes could not be read again.
+fn reread_failed(error: &std::io::Error) -> String {
+    format!("cannot read the line again: {error}")
 }
 
 /// Parse one line (stripped first), after the lines `earlier` remembers; also where its
