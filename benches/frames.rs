@@ -11,7 +11,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokscope::app::App;
-use tokscope::verdict::VerdictOptions;
+use tokscope_core::verdict::VerdictOptions;
 use tokscope_testkit::{Rng, linear_rollout};
 
 const CALLS: usize = 10_000;
@@ -25,8 +25,8 @@ fn main() {
     rollout.write(dir.path()).unwrap();
     let stores = vec![dir.path().to_path_buf()];
     let started = Instant::now();
-    let analyses = tokscope::load::analyze_all(
-        &tokscope::load::locate(&stores, &[]).unwrap(),
+    let analyses = tokscope_core::load::analyze_all(
+        &tokscope_core::load::locate(&stores, &[]).unwrap(),
         &VerdictOptions::default(),
     );
     let tokens = analyses[0].build.as_ref().map_or(0, |b| {
@@ -41,7 +41,7 @@ fn main() {
     let (width, height) = (200, 50);
     let viewport = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
     let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
-    let detok = tokscope::detok::Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
+    let detok = tokscope_core::detok::Detokenizer::load(&assets.join("tokenizer.json")).unwrap();
     let mut app =
         App::new(stores, analyses, VerdictOptions::default(), viewport).with_tokenizer(detok);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();

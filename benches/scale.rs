@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokscope::app::{App, Message};
-use tokscope::live::StoreEvent;
-use tokscope::live::watch::{WatchOptions, watch};
 use tokscope::term::FramePacer;
-use tokscope::verdict::VerdictOptions;
+use tokscope_core::live::StoreEvent;
+use tokscope_core::live::watch::{WatchOptions, watch};
+use tokscope_core::verdict::VerdictOptions;
 
 const LIVE_ROLLOUTS: usize = 50;
 const APPENDS_PER_SECOND: u64 = 200;
@@ -65,7 +65,7 @@ fn store() -> PathBuf {
 
 /// Records of the rollout `id` as the app knows them.
 fn records_of(app: &App, dir: &Path, id: &str) -> usize {
-    let location = tokscope::store::RolloutLocation {
+    let location = tokscope_core::store::RolloutLocation {
         dir: dir.to_path_buf(),
         id: id.to_owned(),
     };

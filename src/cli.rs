@@ -78,7 +78,7 @@ impl AlarmArgs {
     /// `--min-frozen`, or its default.
     pub fn min_frozen(&self) -> usize {
         self.min_frozen
-            .unwrap_or(tokscope::app::follow::DEFAULT_MIN_FROZEN)
+            .unwrap_or(tokscope_core::follow::DEFAULT_MIN_FROZEN)
     }
 }
 

@@ -67,7 +67,7 @@ pub struct ConfigError {
 
 /// A small file given by the user, read as the store's files are (never blocking on a FIFO).
 fn read_small(path: &Path) -> std::io::Result<String> {
-    let bytes = crate::store::open::read_argument_file(path, 1 << 20)?;
+    let bytes = tokscope_core::store::open::read_argument_file(path, 1 << 20)?;
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 

@@ -1,24 +1,14 @@
-//! tokscope: read NeMo Gym token stores, rebuild rollouts exactly as the reference builder
-//! does, and explain the verdict.
+//! tokscope's front end: the explorer (state, panes, terminal) and its configuration, over
+//! [`tokscope_core`], which reads, rebuilds and judges the stores.
 //!
-//! Layers: [`store`] reads files (never writes), [`rebuild`] rebuilds chains, [`verdict`] judges
-//! a rollout like the reference consumer, [`load`] does it for whole stores.
+//! Layers, lowest first: [`app`] holds the explorer's state and its transitions, [`ui`] draws
+//! it (a pure function of the state), [`term`] runs the terminal and the event loop, and
+//! [`config`] reads the user's file and remembered state.
 
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod app;
 pub mod config;
-pub mod detok;
-pub mod gaps;
-pub mod live;
-pub mod load;
-pub mod observe;
-pub mod rebuild;
-pub mod report;
-pub mod store;
-pub mod table;
 pub mod term;
-pub mod text;
 pub mod ui;
-pub mod verdict;

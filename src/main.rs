@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tokscope::load::{analyze_in_order, locate};
-use tokscope::observe::Rows;
-use tokscope::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
+use tokscope_core::load::{analyze_in_order, locate};
+use tokscope_core::observe::Rows;
+use tokscope_core::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
 
 mod cli;
 use cli::{Cli, Command, Format};
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!(
                 "tokscope: {}",
-                tokscope::text::sanitize(&format!("{error:#}"))
+                tokscope_core::text::sanitize(&format!("{error:#}"))
             );
             ExitCode::from(2)
         }
@@ -37,7 +37,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         })
     };
     if let Some(mib) = cli.input.max_line_mib {
-        tokscope::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
+        tokscope_core::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
     match cli.command {
         Some(Command::Build(args)) => {
@@ -189,7 +189,7 @@ struct Explore {
     remember: bool,
 }
 
-use tokscope::app::follow::DEFAULT_MIN_FROZEN;
+use tokscope_core::follow::DEFAULT_MIN_FROZEN;
 
 /// What the command line gave the explorer (before the configuration's defaults).
 struct Given {
@@ -277,8 +277,8 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
             &rows,
             |analysis| {
                 (
-                    tokscope::live::StoreEvent::updated(&analysis),
-                    tokscope::live::replay::record_times(&analysis.capture),
+                    tokscope_core::live::StoreEvent::updated(&analysis),
+                    tokscope_core::live::replay::record_times(&analysis.capture),
                 )
             },
             |(summary, record_times)| {
@@ -290,7 +290,7 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
         app.live.watching = watch_live;
         app.update(tokscope::app::Message::Store(summaries));
         app.replay_on(
-            tokscope::live::replay::Replay::from_times(locations, times, options.clone())
+            tokscope_core::live::replay::Replay::from_times(locations, times, options.clone())
                 .with_rows(std::sync::Arc::new(rows)),
         );
         app
@@ -299,20 +299,20 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
     app.min_frozen = args.min_frozen;
     app.message = rows_message.map(tokscope::app::Notice::Store);
     if let Some(path) = &args.tokenizer {
-        app = app.with_tokenizer(tokscope::detok::Detokenizer::load(path)?);
+        app = app.with_tokenizer(tokscope_core::detok::Detokenizer::load(path)?);
     }
     if start == Start::Replay {
         app.start_replay();
     }
-    let watch = Some(tokscope::live::watch::watch(
+    let watch = Some(tokscope_core::live::watch::watch(
         stores,
-        tokscope::live::watch::WatchOptions {
+        tokscope_core::live::watch::WatchOptions {
             mode: match args.poll {
-                _ if !watch_live => tokscope::live::watch::WatchMode::Once,
-                Some(ms) => {
-                    tokscope::live::watch::WatchMode::Poll(std::time::Duration::from_millis(ms))
-                }
-                None => tokscope::live::watch::WatchMode::Events,
+                _ if !watch_live => tokscope_core::live::watch::WatchMode::Once,
+                Some(ms) => tokscope_core::live::watch::WatchMode::Poll(
+                    std::time::Duration::from_millis(ms),
+                ),
+                None => tokscope_core::live::watch::WatchMode::Events,
             },
             verdict: options,
             rows: args.rows.clone(),
@@ -350,9 +350,9 @@ fn explore(stores: Vec<PathBuf>, args: Explore, start: Start) -> anyhow::Result<
 fn follow(args: &cli::CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokscope::app::follow::{Decision, Follower};
-    use tokscope::live::StoreEvent;
-    use tokscope::live::watch::{WatchMode, WatchOptions, watch};
+    use tokscope_core::follow::{Decision, Follower};
+    use tokscope_core::live::StoreEvent;
+    use tokscope_core::live::watch::{WatchMode, WatchOptions, watch};
     let stores = stores_or_demo(args.stores.clone());
     locate(&stores, &[])?;
     let signal = Arc::new(AtomicUsize::new(0));
@@ -408,11 +408,11 @@ fn follow(args: &cli::CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 }
                 StoreEvent::Ready => ready = true,
                 StoreEvent::Error(message) => {
-                    eprintln!("tokscope: {}", tokscope::text::sanitize(&message));
+                    eprintln!("tokscope: {}", tokscope_core::text::sanitize(&message));
                 }
                 StoreEvent::StoreGone(dir) => eprintln!(
                     "tokscope: {} is gone; waiting for it to come back",
-                    tokscope::text::sanitize(&dir.display().to_string())
+                    tokscope_core::text::sanitize(&dir.display().to_string())
                 ),
                 _ => {}
             }
@@ -466,7 +466,7 @@ fn demo(pace: f64, mut args: Explore) -> anyhow::Result<u8> {
     }
     let dir = std::env::temp_dir().join(format!("tokscope-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let writer = tokscope::live::demo::start(&assets().join("demo-store"), &dir, pace)?;
+    let writer = tokscope_core::live::demo::start(&assets().join("demo-store"), &dir, pace)?;
     if args.tokenizer.is_none() {
         args.tokenizer = Some(assets().join("tokenizer.json"));
     }
@@ -540,7 +540,7 @@ fn read_rows(stores: &[PathBuf], paths: &[PathBuf]) -> Rows {
     rows.discover(stores);
     for problem in &rows.problems {
         let line = format!("{}: {}", problem.source, problem.message);
-        eprintln!("tokscope: {}", tokscope::text::sanitize(&line));
+        eprintln!("tokscope: {}", tokscope_core::text::sanitize(&line));
     }
     rows
 }
@@ -561,10 +561,10 @@ fn build(
     if let Some(id) = missing.first() {
         anyhow::bail!(
             "--rollout {}: no such rollout in {}",
-            tokscope::text::sanitize(id),
+            tokscope_core::text::sanitize(id),
             stores
                 .iter()
-                .map(|s| tokscope::text::sanitize(&s.display().to_string()).into_owned())
+                .map(|s| tokscope_core::text::sanitize(&s.display().to_string()).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -574,7 +574,7 @@ fn build(
         if only.is_empty() {
             eprintln!(
                 "tokscope: a rollout row names {}, which is in no store",
-                tokscope::text::sanitize(key)
+                tokscope_core::text::sanitize(key)
             );
         }
     }
@@ -610,7 +610,7 @@ fn build(
         Format::Table => {
             // Rows are made on the worker threads and written in order as they finish.
             let mut table =
-                tokscope::table::TableWriter::new(locations.iter().map(|l| l.id.as_str()));
+                tokscope_core::table::TableWriter::new(locations.iter().map(|l| l.id.as_str()));
             let mut outcomes = Vec::with_capacity(locations.len());
             let mut written = out.write_all(table.header().as_bytes());
             let shape = table.clone();

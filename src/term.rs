@@ -16,10 +16,10 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 
 use crate::app::{App, Message};
-use crate::live::StoreEvent;
-use crate::live::watch::Watch;
 use crate::ui::layout::viewport_for;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
+use tokscope_core::live::StoreEvent;
+use tokscope_core::live::watch::Watch;
 
 /// The signals that end the explorer (with the terminal restored).
 pub(crate) const SIGNALS: [i32; 4] = [
@@ -143,7 +143,7 @@ pub fn run(mut app: App, watch: Option<Watch>, theme: Theme) -> std::io::Result<
     if let Some(message) = WORKER_PANIC.lock().ok().and_then(|mut slot| slot.take()) {
         eprintln!(
             "tokscope: a background thread failed, so the explorer stopped: {}",
-            crate::text::sanitize(&message)
+            tokscope_core::text::sanitize(&message)
         );
     }
     result.map(|ended| (ended, app))
@@ -375,12 +375,12 @@ mod tests {
         pacer.store_events(progress(), true, |_| true);
         assert!(!pacer.due(soon), "progress waits for its frame");
         let analysis = || {
-            let location = crate::store::RolloutLocation {
+            let location = tokscope_core::store::RolloutLocation {
                 dir: "d".into(),
                 id: "r".into(),
             };
-            let capture = crate::store::Capture::unborn(location);
-            let analysis = crate::verdict::analyze(capture, &Default::default());
+            let capture = tokscope_core::store::Capture::unborn(location);
+            let analysis = tokscope_core::verdict::analyze(capture, &Default::default());
             vec![StoreEvent::Detail(Box::new(analysis))]
         };
         pacer.store_events(analysis(), false, |_| true);

@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use tokscope::store::{RolloutFiles, RolloutLocation, capture_of_bytes};
+use tokscope_core::store::{RolloutFiles, RolloutLocation, capture_of_bytes};
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = data.iter().copied();
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
             cumulative.extend(&generation);
             if cumulative.iter().all(|&t| t >= 0) {
                 let ids: Vec<u64> = cumulative.iter().map(|&t| t as u64).collect();
-                record["digest"] = json!(tokscope::rebuild::digest::digest(&ids));
+                record["digest"] = json!(tokscope_core::rebuild::digest::digest(&ids));
             }
         }
         let _ = index;
@@ -65,11 +65,11 @@ fuzz_target!(|data: &[u8]| {
             ..Default::default()
         },
     );
-    let analysis = tokscope::verdict::analyze(capture, &Default::default());
+    let analysis = tokscope_core::verdict::analyze(capture, &Default::default());
     let _ = serde_json::to_vec(&analysis.report());
     if let Some(build) = &analysis.build {
         for chain in &build.chains {
-            let _ = tokscope::rebuild::provenance(build, chain);
+            let _ = tokscope_core::rebuild::provenance(build, chain);
         }
     }
 });

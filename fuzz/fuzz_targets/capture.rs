@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tokscope::store::{RolloutFiles, RolloutLocation, capture_of_bytes};
+use tokscope_core::store::{RolloutFiles, RolloutLocation, capture_of_bytes};
 
 fuzz_target!(|data: &[u8]| {
     let mut parts = data.split(|&b| b == 0xFF);
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         id: "r".into(),
     };
     let capture = capture_of_bytes(&location, files);
-    let analysis = tokscope::verdict::analyze(capture, &Default::default());
+    let analysis = tokscope_core::verdict::analyze(capture, &Default::default());
     let _ = serde_json::to_vec(&analysis.report());
-    let _ = tokscope::observe::graph::rollout_gaps(&analysis);
+    let _ = tokscope_core::observe::graph::rollout_gaps(&analysis);
 });

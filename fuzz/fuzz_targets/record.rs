@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(record) = tokscope::store::TokenRecord::parse(data) {
+    if let Ok(record) = tokscope_core::store::TokenRecord::parse(data) {
         // A record that parses has consistent arrays.
         assert_eq!(
             record.generation_token_ids.len(),

@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut rows = tokscope::observe::Rows::default();
+    let mut rows = tokscope_core::observe::Rows::default();
     rows.read_bytes(std::path::Path::new("rows.jsonl"), data);
     for observations in rows.by_rollout.values() {
         let _ = observations.observed_calls();

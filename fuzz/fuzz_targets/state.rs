@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = tokscope::store::RolloutState::parse(data);
+    let _ = tokscope_core::store::RolloutState::parse(data);
 });

@@ -1,14 +1,14 @@
 //! The full analyses the app holds: only the rollouts being looked at (the selected one and
 //! its neighbours), in a small cache; every other rollout is known by its
-//! [`Summary`](crate::verdict::Summary) alone. The watcher reads a rollout's detail when the
+//! [`Summary`](tokscope_core::verdict::Summary) alone. The watcher reads a rollout's detail when the
 //! app asks for it (see [`App::detail_requests`](super::App::detail_requests)).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::App;
-use crate::store::RolloutLocation;
-use crate::verdict::{Analysis, Summary};
+use tokscope_core::store::RolloutLocation;
+use tokscope_core::verdict::{Analysis, Summary};
 
 /// How many full analyses a live app keeps: the open rollout, its neighbours, and a few
 /// recently open ones (going back to them is then instant).
@@ -120,7 +120,7 @@ impl App {
 
     /// The rollouts whose full analyses the app wants now (the selected one first, then its
     /// neighbours in the list), when that changed since the last call: the event loop hands
-    /// them to the watcher, which answers with [`StoreEvent::Detail`](crate::live::StoreEvent::Detail) and keeps sending a
+    /// them to the watcher, which answers with [`StoreEvent::Detail`](tokscope_core::live::StoreEvent::Detail) and keeps sending a
     /// detail when one of them changes.
     pub fn detail_requests(&mut self) -> Option<Vec<RolloutLocation>> {
         // Replay answers from its own timeline (see `open_selected`).
@@ -145,7 +145,7 @@ impl App {
 
     /// The rollouts, in the app's order, when the watcher should make a replay timeline of
     /// them (asked once; the answer is
-    /// [`StoreEvent::Timeline`](crate::live::StoreEvent::Timeline)).
+    /// [`StoreEvent::Timeline`](tokscope_core::live::StoreEvent::Timeline)).
     pub fn replay_request(&mut self) -> Option<Vec<RolloutLocation>> {
         std::mem::take(&mut self.replay_requested)
             .then(|| self.rollouts.iter().map(|s| s.location.clone()).collect())
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn keeps_at_most_its_bound_and_never_what_is_looked_at() {
-        let analyses = crate::load::demo_store_analyses();
+        let analyses = tokscope_testkit::demo_analyses();
         let mut details = Details::bounded(3);
         for (index, analysis) in analyses.iter().enumerate() {
             details.insert(index, Arc::new(analysis.clone()));

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::verdict::Analysis;
+use tokscope_core::verdict::Analysis;
 
 /// What to export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Analysis {
-        crate::load::demo_store_analyses()
+        tokscope_testkit::demo_analyses()
             .into_iter()
             .find(|a| a.response.is_some())
             .expect("a demo rollout with a rebuilt response")

@@ -1,8 +1,8 @@
 //! The rollout list: filters, sort, and the selection that drives every other pane.
 
 use super::scroll::ScrollList;
-use crate::store::layout::natural_cmp;
-use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+use tokscope_core::store::layout::natural_cmp;
+use tokscope_core::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
 
 /// Columns the rollout list can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,7 +219,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Vec<Summary> {
-        crate::load::demo_store_analyses()
+        tokscope_testkit::demo_analyses()
             .iter()
             .map(Summary::of)
             .collect()

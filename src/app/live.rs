@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::{App, Notice};
-use crate::live::StoreEvent;
-use crate::verdict::{Lifecycle, Summary};
+use tokscope_core::live::StoreEvent;
+use tokscope_core::verdict::{Lifecycle, Summary};
 
 /// How long a changed rollout stays highlighted.
 pub(crate) const HIGHLIGHT: Duration = Duration::from_secs(2);

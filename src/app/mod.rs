@@ -10,8 +10,7 @@ pub mod action;
 pub mod command;
 pub mod details;
 pub mod export;
-pub mod follow;
-pub mod health;
+
 pub mod list;
 pub mod live;
 mod navigate;
@@ -36,11 +35,11 @@ pub use notice::{Notice, WhatIfChange};
 pub use replay::{JumpTarget, ReplayState};
 pub use rollout::{RolloutView, TokenView, WhatIf};
 
-use crate::live::StoreEvent;
-use crate::store::RolloutLocation;
-use crate::verdict::{Analysis, Summary, VerdictOptions};
 pub use details::Details;
-use health::Health;
+use tokscope_core::health::Health;
+use tokscope_core::live::StoreEvent;
+use tokscope_core::store::RolloutLocation;
+use tokscope_core::verdict::{Analysis, Summary, VerdictOptions};
 
 /// How the token pane shows tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,7 +234,7 @@ pub struct App {
     /// Set when the user asked to quit.
     pub quit: bool,
     /// Decodes token ids to text, when a tokenizer was given.
-    pub detok: Option<std::sync::Arc<crate::detok::Detokenizer>>,
+    pub detok: Option<std::sync::Arc<tokscope_core::detok::Detokenizer>>,
     /// How the token pane shows tokens: ids, decoded cells or flowing text.
     pub token_text: TokenText,
     /// Store-wide health, kept up to date with `rollouts` by difference.
@@ -301,7 +300,7 @@ impl App {
             detok: None,
             token_text: TokenText::Ids,
             max_mask_fraction: None,
-            min_frozen: follow::DEFAULT_MIN_FROZEN,
+            min_frozen: tokscope_core::follow::DEFAULT_MIN_FROZEN,
             live: Live::default(),
             replay: None,
             now: Instant::now(),
@@ -320,7 +319,7 @@ impl App {
     }
 
     /// Decode token ids with `detok` (and show text in the token cells).
-    pub fn with_tokenizer(mut self, detok: crate::detok::Detokenizer) -> App {
+    pub fn with_tokenizer(mut self, detok: tokscope_core::detok::Detokenizer) -> App {
         self.detok = Some(std::sync::Arc::new(detok));
         self.token_text = TokenText::Cells;
         self

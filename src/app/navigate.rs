@@ -176,11 +176,11 @@ impl App {
             self.select_call(call);
             return;
         }
-        let crate::gaps::GapFact::ReadIssue(issue) = &gap.fact else {
+        let tokscope_core::gaps::GapFact::ReadIssue(issue) = &gap.fact else {
             self.message = Some(Notice::NotACall);
             return;
         };
-        let records_file = issue.file == crate::store::FileKind::Records;
+        let records_file = issue.file == tokscope_core::store::FileKind::Records;
         let read_there = issue.at.filter(|_| records_file).and_then(|at| {
             let analysis = self.shown()?;
             let index = analysis
@@ -239,11 +239,11 @@ impl App {
         let build = analysis.build.as_ref()?;
         let provenance = view.tokens.provenance.as_ref()?;
         let node = match provenance.segment_at(view.tokens.cursor)?.origin {
-            crate::rebuild::Origin::RootPrompt => {
+            tokscope_core::rebuild::Origin::RootPrompt => {
                 build.chains.get(view.tokens.chain?)?.links.first()?.node
             }
-            crate::rebuild::Origin::Interstitial { node }
-            | crate::rebuild::Origin::Generation { node } => node,
+            tokscope_core::rebuild::Origin::Interstitial { node }
+            | tokscope_core::rebuild::Origin::Generation { node } => node,
         };
         Some(
             analysis.capture.records[build.record_of(node)]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::export::ExportError;
-use crate::verdict::Analysis;
+use tokscope_core::verdict::Analysis;
 
 /// A one-line notice for the status bar.
 #[derive(Clone, Debug, PartialEq)]

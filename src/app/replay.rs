@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use super::{App, Details, Notice};
-use crate::live::replay::Replay;
-use crate::verdict::{Analysis, Summary, VerdictOptions};
+use tokscope_core::live::replay::Replay;
+use tokscope_core::verdict::{Analysis, Summary, VerdictOptions};
 
 /// Replay state.
 #[derive(Debug)]
@@ -335,7 +335,7 @@ impl App {
         let looked_at = self.looked_at();
         let holds_all = self.details.holds_all();
         let mut results: Vec<(usize, Summary, Option<Analysis>)> = Vec::new();
-        crate::load::in_order(
+        tokscope_core::load::in_order(
             rollouts,
             |&rollout| {
                 let analysis = replay.replay.analysis_at(rollout);
@@ -375,7 +375,7 @@ mod tests {
     use super::*;
 
     fn demo() -> Vec<Analysis> {
-        crate::load::demo_store_analyses()
+        tokscope_testkit::demo_analyses()
     }
 
     #[test]

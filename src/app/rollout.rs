@@ -11,11 +11,11 @@ use super::Viewport;
 use super::notice::{Notice, WhatIfChange, what_if_changes};
 use super::scroll::{Scroll, ScrollList};
 use super::tree::{TreeRow, tree_rows};
-use crate::gaps::Gap;
-use crate::observe::graph::{GraphLine, rollout_gaps};
-use crate::rebuild::divergence::{Divergence, divergence};
-use crate::rebuild::{BuildOutput, Origin, Provenance, provenance};
-use crate::verdict::{Analysis, VerdictOptions, analyze};
+use tokscope_core::gaps::Gap;
+use tokscope_core::observe::graph::{GraphLine, rollout_gaps};
+use tokscope_core::rebuild::divergence::{Divergence, divergence};
+use tokscope_core::rebuild::{BuildOutput, Origin, Provenance, provenance};
+use tokscope_core::verdict::{Analysis, VerdictOptions, analyze};
 
 /// A what-if rebuild of the open rollout.
 #[derive(Clone, Debug)]
@@ -180,7 +180,7 @@ impl RolloutView {
             .options
             .observations
             .as_ref()
-            .map(|o| crate::observe::graph::lines(o, analysis))
+            .map(|o| tokscope_core::observe::graph::lines(o, analysis))
             .unwrap_or_default();
         self.graph_list.set_len(self.graph.len());
         self.divergence = None;
@@ -482,7 +482,7 @@ impl RolloutView {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kept {
     call: Option<String>,
-    chain: Option<crate::rebuild::ChainId>,
+    chain: Option<tokscope_core::rebuild::ChainId>,
     records: usize,
 }
 
@@ -491,7 +491,7 @@ mod tests {
     use super::*;
 
     fn demo(id: &str) -> Analysis {
-        crate::load::demo_store_analyses()
+        tokscope_testkit::demo_analyses()
             .into_iter()
             .find(|a| a.rollout_id() == id)
             .unwrap_or_else(|| panic!("demo rollout {id}"))

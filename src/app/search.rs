@@ -3,7 +3,7 @@
 //! the graph. Smart case: case matters only when the query has a capital letter.
 
 use super::{App, Notice, Pane};
-use crate::rebuild::TokenValue;
+use tokscope_core::rebuild::TokenValue;
 
 /// The search in effect.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ const TEXT_OVERLAP: usize = 32;
 fn next_text(
     values: &[TokenValue],
     query: &str,
-    detok: &crate::detok::Detokenizer,
+    detok: &tokscope_core::detok::Detokenizer,
     cursor: usize,
     forward: bool,
 ) -> Option<(usize, bool)> {
@@ -221,7 +221,10 @@ impl App {
                             .iter()
                             .map(|l| {
                                 let call = l.call.as_deref().unwrap_or_default();
-                                format!("{call} {}", crate::observe::graph::text::line_text(l))
+                                format!(
+                                    "{call} {}",
+                                    tokscope_core::observe::graph::text::line_text(l)
+                                )
                             })
                             .collect()
                     } else {
@@ -376,7 +379,7 @@ mod tests {
     #[test]
     fn text_matches_across_chunks_both_ways_and_wrapping() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tokenizer.json");
-        let detok = crate::detok::Detokenizer::load(&path).unwrap();
+        let detok = tokscope_core::detok::Detokenizer::load(&path).unwrap();
         let text: String = (0..400)
             .map(|i| {
                 if i % 97 == 50 {

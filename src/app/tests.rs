@@ -24,8 +24,9 @@ fn demo_store() -> PathBuf {
 
 fn demo() -> App {
     let store = demo_store();
-    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
-    let analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    let locations =
+        tokscope_core::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let analyses = tokscope_core::load::analyze_all(&locations, &VerdictOptions::default());
     App::new(vec![store], analyses, VerdictOptions::default(), viewport())
 }
 
@@ -203,8 +204,9 @@ fn export_prompt_writes_and_reports() {
 #[test]
 fn live_changes_wait_while_paused() {
     let store = demo_store();
-    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
-    let mut analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    let locations =
+        tokscope_core::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let mut analyses = tokscope_core::load::analyze_all(&locations, &VerdictOptions::default());
     let mut app = App::new_live(vec![store], VerdictOptions::default(), viewport());
     assert!(app.view.is_none());
     let last = analyses.pop().expect("a rollout");
@@ -339,8 +341,9 @@ fn export_asks_before_replacing_a_file() {
 #[test]
 fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
     let store = demo_store();
-    let locations = crate::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
-    let analyses = crate::load::analyze_all(&locations, &VerdictOptions::default());
+    let locations =
+        tokscope_core::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+    let analyses = tokscope_core::load::analyze_all(&locations, &VerdictOptions::default());
     let mut app = App::new_live(vec![store], VerdictOptions::default(), viewport());
     app.update(Message::Store(
         analyses.iter().map(StoreEvent::updated).collect(),
@@ -351,7 +354,8 @@ fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
     assert_eq!(wanted.len(), app.rollouts.len());
     assert_eq!(app.replay_request(), None, "asked once");
     // The watcher's answer: a timeline read from the files, over the app's rollouts.
-    let timeline = crate::live::replay::Replay::from_store(wanted, VerdictOptions::default());
+    let timeline =
+        tokscope_core::live::replay::Replay::from_store(wanted, VerdictOptions::default());
     app.update(Message::Store(vec![StoreEvent::Timeline(Box::new(
         timeline,
     ))]));

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::rebuild::{BuildOutput, RecordFate};
+use tokscope_core::rebuild::{BuildOutput, RecordFate};
 
 /// One row of the chain tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum TreeRow {
 /// Flatten the forest into rows (iteratively: chains can be 10,000 calls deep).
 impl TreeRow {
     /// The call id of the record the row shows.
-    pub fn call_id<'a>(&self, analysis: &'a crate::verdict::Analysis) -> &'a str {
+    pub fn call_id<'a>(&self, analysis: &'a tokscope_core::verdict::Analysis) -> &'a str {
         let records = &analysis.capture.records;
         match self {
             TreeRow::Node { node, .. } => match &analysis.build {
@@ -111,12 +111,14 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         rollout.write(dir.path()).unwrap();
-        let location = crate::store::RolloutLocation {
+        let location = tokscope_core::store::RolloutLocation {
             dir: dir.path().into(),
             id: "r".into(),
         };
-        let analysis =
-            crate::verdict::analyze(crate::store::read_capture(&location), &Default::default());
+        let analysis = tokscope_core::verdict::analyze(
+            tokscope_core::store::read_capture(&location),
+            &Default::default(),
+        );
         let build = analysis.build.as_ref().unwrap();
         let rows = tree_rows(build, &HashSet::new());
         let depths: Vec<usize> = rows

@@ -127,7 +127,7 @@ impl App {
 
 /// A record as JSON, as the reader understood it: ids with their exact values (a negative
 /// id as written, in the prompt and the generation alike).
-fn record_json(r: &crate::store::TokenRecord) -> serde_json::Value {
+fn record_json(r: &tokscope_core::store::TokenRecord) -> serde_json::Value {
     serde_json::json!({
             "schema_version": r.schema_version,
             "rollout_id": r.rollout_id,
@@ -139,7 +139,7 @@ fn record_json(r: &crate::store::TokenRecord) -> serde_json::Value {
             "parent_resolution_reason": r.parent_resolution_reason,
             "prompt_is_delta": r.prompt_is_delta,
             "prompt_token_ids": &r.prompt_token_ids,
-            "generation_token_ids": crate::store::TokenSeq::from_ids(
+            "generation_token_ids": tokscope_core::store::TokenSeq::from_ids(
                 r.generation_token_ids.clone(),
                 r.negative_ids
             ),
@@ -162,7 +162,7 @@ mod tests {
     #[test]
     fn a_record_yanks_its_negative_ids_as_written() {
         let line = r#"{"rollout_id":"r","model_call_id":"c","prompt_token_ids":[-1,2],"generation_token_ids":[-3],"generation_log_probs":[-0.5]}"#;
-        let record = crate::store::TokenRecord::parse(line.as_bytes()).unwrap();
+        let record = tokscope_core::store::TokenRecord::parse(line.as_bytes()).unwrap();
         let json = record_json(&record);
         assert_eq!(json["prompt_token_ids"], serde_json::json!([-1, 2]));
         assert_eq!(json["generation_token_ids"], serde_json::json!([-3]));

@@ -13,7 +13,7 @@ use super::fit::{Part, fit};
 use super::keys::{BINDINGS, Scope};
 use super::{Theme, strings};
 use crate::app::{Action, App, Mode, Pane};
-use crate::text::{count, sanitize, thousands};
+use tokscope_core::text::{count, sanitize, thousands};
 
 fn separator(theme: Theme) -> Span<'static> {
     Span::styled(" · ", theme.dim())

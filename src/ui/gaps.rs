@@ -8,8 +8,8 @@ use ratatui::widgets::Paragraph;
 use super::layout::inner_width;
 use super::{Theme, clip, detail_block, short_call, strings};
 use crate::app::App;
-use crate::gaps::GapKind;
-use crate::text::sanitize;
+use tokscope_core::gaps::GapKind;
+use tokscope_core::text::sanitize;
 
 fn label(kind: GapKind) -> &'static str {
     match kind {

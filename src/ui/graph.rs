@@ -8,8 +8,8 @@ use ratatui::widgets::Paragraph;
 use super::layout::{inner_rows, inner_width};
 use super::{Theme, clip, detail_block, strings};
 use crate::app::App;
-pub use crate::observe::graph::text::{call_state, describe, line_text};
-use crate::text::sanitize;
+pub use tokscope_core::observe::graph::text::{call_state, describe, line_text};
+use tokscope_core::text::sanitize;
 
 /// Draw the graph of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {

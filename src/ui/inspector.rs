@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::{Theme, clip, detail_block, short_call, strings};
 use crate::app::App;
-use crate::rebuild::divergence::{Divergence, Reference};
-use crate::text::sanitize;
-use crate::verdict::Analysis;
+use tokscope_core::rebuild::divergence::{Divergence, Reference};
+use tokscope_core::text::sanitize;
+use tokscope_core::verdict::Analysis;
 
 /// Draw the inspector; returns its text's length in lines as wrapped (for scrolling) and,
 /// when a search targets it, the first wrapped line of every line holding the query.
@@ -117,7 +117,7 @@ pub(crate) fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
 fn divergence_lines(
     analysis: &Analysis,
     d: &Divergence,
-    detok: Option<&crate::detok::Detokenizer>,
+    detok: Option<&tokscope_core::detok::Detokenizer>,
     theme: Theme,
     out: &mut Vec<Line<'static>>,
 ) {
@@ -202,7 +202,7 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
         theme.heading(),
     )));
     let fate = analysis.build.as_ref().map(|b| match &b.fates[index] {
-        crate::rebuild::RecordFate::Placed(node) => {
+        tokscope_core::rebuild::RecordFate::Placed(node) => {
             let n = &b.nodes[*node];
             let mut text = match n.parent {
                 Some(p) => format!(
@@ -371,10 +371,10 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
         Span::raw(format!(
             " · {} · mask_sample {}",
             match analysis.lifecycle {
-                crate::verdict::Lifecycle::Live => "live: would be, if frozen now",
-                crate::verdict::Lifecycle::Frozen => "frozen",
-                crate::verdict::Lifecycle::Retired => "retired",
-                crate::verdict::Lifecycle::Cleared => "cleared: every file deleted",
+                tokscope_core::verdict::Lifecycle::Live => "live: would be, if frozen now",
+                tokscope_core::verdict::Lifecycle::Frozen => "frozen",
+                tokscope_core::verdict::Lifecycle::Retired => "retired",
+                tokscope_core::verdict::Lifecycle::Cleared => "cleared: every file deleted",
             },
             analysis.mask_sample
         )),

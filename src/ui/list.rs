@@ -8,8 +8,8 @@ use ratatui::widgets::Paragraph;
 use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, Pane, SortKey};
-use crate::text::sanitize;
-use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+use tokscope_core::text::sanitize;
+use tokscope_core::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
 
 /// The verdict badge text.
 pub(crate) fn badge(status: LiveStatus, verdict: Verdict) -> &'static str {

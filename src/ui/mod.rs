@@ -21,8 +21,8 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders};
 
 use crate::app::{App, Pane};
-use crate::text::sanitize;
 pub use theme::Theme;
+use tokscope_core::text::sanitize;
 
 /// What drawing measured that the app needs to scroll right.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

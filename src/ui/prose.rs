@@ -8,9 +8,9 @@ use unicode_width::UnicodeWidthStr;
 
 use super::Theme;
 use crate::app::App;
-use crate::detok::Detokenizer;
-use crate::rebuild::{BuildOutput, Origin, Provenance};
-use crate::store::TokenRecord;
+use tokscope_core::detok::Detokenizer;
+use tokscope_core::rebuild::{BuildOutput, Origin, Provenance};
+use tokscope_core::store::TokenRecord;
 
 /// The longest run decoded at once (a run ends anyway where the style changes).
 const RUN: usize = 256;

@@ -70,8 +70,8 @@ pub(crate) fn reading(progress: Option<(usize, usize)>) -> String {
     match progress {
         Some((read, total)) => format!(
             "◌ {} / {} read ",
-            crate::text::thousands(read),
-            crate::text::thousands(total)
+            tokscope_core::text::thousands(read),
+            tokscope_core::text::thousands(total)
         ),
         None => "◌ scanning… ".into(),
     }
@@ -138,7 +138,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
             };
             format!(
                 "yanked {what} ({}): {shown}",
-                crate::text::count(*chars, "character", "characters")
+                tokscope_core::text::count(*chars, "character", "characters")
             )
         }
         Notice::TokenText(mode) => match mode {
@@ -165,7 +165,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
         }
         Notice::YankTooLarge(bytes) => format!(
             "not yanked: {} is more than a terminal clipboard takes (1 MiB); mark a shorter range with v",
-            crate::text::count(*bytes, "byte", "bytes")
+            tokscope_core::text::count(*bytes, "byte", "bytes")
         ),
         Notice::NoSearch => "no search: / in a pane to search it (in the list, / filters)".into(),
         Notice::NotFound(query) => format!("{query:?} not found in this pane"),

@@ -2,7 +2,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::verdict::{LiveStatus, Verdict};
+use tokscope_core::verdict::{LiveStatus, Verdict};
 
 /// The style set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use super::fit::{Part, fit};
 use super::layout::TOKEN_CELL;
 use super::{Theme, pane_block, short_call, strings};
 use crate::app::{App, Pane, TokenText};
-use crate::rebuild::Origin;
+use tokscope_core::rebuild::Origin;
 
 /// Make whitespace in a decoded piece visible.
 pub(crate) fn visible(piece: &str) -> String {
@@ -35,7 +35,7 @@ fn text_cell(piece: &str) -> String {
 }
 
 /// A token id in a fixed-width cell.
-fn cell(token: crate::rebuild::TokenValue) -> String {
+fn cell(token: tokscope_core::rebuild::TokenValue) -> String {
     let text = token.to_string();
     let width = TOKEN_CELL - 1;
     if text.len() > width {
@@ -70,8 +70,8 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         chain.chain_id,
         view.tokens.chain.map_or(0, |c| c + 1),
         build.chains.len(),
-        crate::text::count(chain.links.len(), "call", "calls"),
-        crate::text::count(total, "token", "tokens")
+        tokscope_core::text::count(chain.links.len(), "call", "calls"),
+        tokscope_core::text::count(total, "token", "tokens")
     );
     let block = pane_block(super::fit_title(&title, area), focused, theme);
     let call = |node: usize| short_call(&records[build.record_of(node)].model_call_id, rid);

@@ -9,8 +9,8 @@ use super::layout::{inner_rows, inner_width};
 use super::{Theme, clip, pane_block, short_call, strings};
 use crate::app::tree::TreeRow;
 use crate::app::{App, Pane};
-use crate::rebuild::RecordFate;
-use crate::store::ParentResolution;
+use tokscope_core::rebuild::RecordFate;
+use tokscope_core::store::ParentResolution;
 
 /// Draw the tree of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
@@ -34,9 +34,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let title = format!(
         "{} · {} · {} · {}{}",
         strings::TITLE_TREE,
-        crate::text::count(build.nodes.len(), "call", "calls"),
-        crate::text::count(build.notes.roots, "root", "roots"),
-        crate::text::count(build.chains.len(), "chain", "chains"),
+        tokscope_core::text::count(build.nodes.len(), "call", "calls"),
+        tokscope_core::text::count(build.notes.roots, "root", "roots"),
+        tokscope_core::text::count(build.chains.len(), "chain", "chains"),
         if view.what_if.is_some() {
             " · WHAT-IF"
         } else {

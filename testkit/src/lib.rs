@@ -2,14 +2,14 @@
 //!
 //! A workspace member used only as a dev-dependency: by the tests, the benchmarks and the
 //! fixture generators (`examples/`). The explorer never writes into a store, so none of this
-//! ships in the `tokscope` library.
+//! ships in `tokscope-core`.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use tokscope::rebuild::digest::digest;
+use tokscope_core::rebuild::digest::digest;
 
 /// One model call to write.
 #[derive(Clone, Debug)]
@@ -328,13 +328,15 @@ pub fn write_bench_store_scaled(dir: &Path, scale: usize) -> std::io::Result<usi
 /// a `response.id` (the main chain's last served response id; never read as a declaration). Every third model call is referenced by response id
 /// only, so the join through the trajectory's model calls is exercised.
 pub fn rows_for_store(dir: &Path) -> Vec<Value> {
-    let locations = tokscope::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();
-    let analyses =
-        tokscope::load::analyze_all(&locations, &tokscope::verdict::VerdictOptions::default());
+    let locations = tokscope_core::load::locate(&[dir.to_path_buf()], &[]).unwrap_or_default();
+    let analyses = tokscope_core::load::analyze_all(
+        &locations,
+        &tokscope_core::verdict::VerdictOptions::default(),
+    );
     analyses.iter().map(row_for).collect()
 }
 
-fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
+fn row_for(analysis: &tokscope_core::verdict::Analysis) -> Value {
     let rid = analysis.rollout_id();
     let records = &analysis.capture.records;
     let mut model_calls = Vec::new();
@@ -399,7 +401,9 @@ fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
         let compacted: Vec<usize> = roots
             .iter()
             .copied()
-            .filter(|&r| build.nodes[r].note == Some(tokscope::rebuild::LinkNote::ParentUnresolved))
+            .filter(|&r| {
+                build.nodes[r].note == Some(tokscope_core::rebuild::LinkNote::ParentUnresolved)
+            })
             .collect();
         for (k, &root) in roots
             .iter()
@@ -442,7 +446,7 @@ fn row_for(analysis: &tokscope::verdict::Analysis) -> Value {
             }
             // A compaction before each call whose parent link the resolver could not make.
             for (position, &n) in members.iter().enumerate() {
-                if build.nodes[n].note == Some(tokscope::rebuild::LinkNote::ParentUnresolved) {
+                if build.nodes[n].note == Some(tokscope_core::rebuild::LinkNote::ParentUnresolved) {
                     let call = &records[build.nodes[n].record].model_call_id;
                     let before = position.checked_sub(1).map(|p| {
                         records[build.nodes[members[p]].record]
@@ -603,4 +607,15 @@ pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The bundled demo store (`assets/demo-store`), analyzed with default options: the rollouts
+/// the front end's unit tests draw.
+pub fn demo_analyses() -> Vec<tokscope_core::verdict::Analysis> {
+    let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/demo-store");
+    let locations = tokscope_core::load::locate(&[store], &[]).unwrap_or_default();
+    tokscope_core::load::analyze_all(
+        &locations,
+        &tokscope_core::verdict::VerdictOptions::default(),
+    )
 }

@@ -1,0 +1,90 @@
+//! Decoding token ids to text with a local Hugging Face `tokenizer.json` (no network).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// A loaded tokenizer with a cache of decoded pieces.
+pub struct Detokenizer {
+    tokenizer: tokenizers::Tokenizer,
+    pieces: Mutex<HashMap<u32, String>>,
+}
+
+impl std::fmt::Debug for Detokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detokenizer").finish_non_exhaustive()
+    }
+}
+
+/// The largest `tokenizer.json` read (the largest real ones are tens of MB).
+pub(crate) const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
+
+/// A tokenizer file that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: not a usable tokenizer.json ({reason})", path.display())]
+pub struct TokenizerError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What the tokenizer library said.
+    pub reason: String,
+}
+
+impl Detokenizer {
+    /// Load `tokenizer.json`.
+    pub fn load(path: &Path) -> Result<Detokenizer, TokenizerError> {
+        let error = |reason: String| TokenizerError {
+            path: path.to_path_buf(),
+            reason,
+        };
+        // A regular file of sane size only: never a FIFO, a device or a disk image.
+        let bytes = crate::store::open::read_argument_file(path, MAX_TOKENIZER_BYTES)
+            .map_err(|e| error(e.to_string()))?;
+        let tokenizer =
+            tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| error(e.to_string()))?;
+        Ok(Detokenizer {
+            tokenizer,
+            pieces: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The cache of decoded pieces (still usable after a panic elsewhere poisoned it).
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<u32, String>> {
+        self.pieces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
+    pub fn piece(&self, id: crate::rebuild::TokenValue) -> String {
+        let Ok(id) = u32::try_from(id) else {
+            return format!("⟨{id}⟩");
+        };
+        if let Some(piece) = self.cache().get(&id) {
+            return piece.clone();
+        }
+        let piece = match self.tokenizer.id_to_token(id) {
+            None => format!("⟨{id}⟩"),
+            Some(_) => self
+                .tokenizer
+                .decode(&[id], false)
+                .unwrap_or_else(|_| format!("⟨{id}⟩")),
+        };
+        self.cache().insert(id, piece.clone());
+        piece
+    }
+
+    /// The text of a token sequence.
+    pub fn decode(&self, ids: &[crate::rebuild::TokenValue]) -> String {
+        let fits: Option<Vec<u32>> = ids.iter().map(|&id| u32::try_from(id).ok()).collect();
+        fits.and_then(|ids| self.tokenizer.decode(&ids, false).ok())
+            .unwrap_or_else(|| ids.iter().map(|&id| self.piece(id)).collect())
+    }
+
+    /// Encode text (used to generate the demo store).
+    pub fn encode(&self, text: &str) -> Vec<u64> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| e.get_ids().iter().map(|&id| u64::from(id)).collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,255 @@
+//! Store-wide health: masked fraction by reason, parent decisions, prefix supply, delivered
+//! fractions, calls per second. Computed when the rollouts change, never while drawing.
+
+use std::collections::BTreeMap;
+
+use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+
+/// Seconds of history in the calls-per-second series.
+pub(crate) const RATE_WINDOW: usize = 60;
+
+/// Store-wide counts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Health {
+    /// Rollouts.
+    pub rollouts: usize,
+    /// Frozen (and retired) rollouts masked: final verdicts only, as `build` counts them.
+    pub masked: usize,
+    /// Live rollouts at risk: masked for a reason no later write can cure (SPEC §6).
+    pub at_risk: usize,
+    /// Live rollouts waiting on calls in flight, nothing incurable.
+    pub waiting: usize,
+    /// Rollouts still live.
+    pub live: usize,
+    /// Frozen rollouts, and how many of them are masked.
+    pub frozen: usize,
+    /// Frozen rollouts that are masked.
+    pub frozen_masked: usize,
+    /// Masked (frozen) and at-risk (live) rollouts by mask reason code.
+    pub masked_by_reason: BTreeMap<&'static str, usize>,
+    /// Records.
+    pub calls: usize,
+    /// Calls in flight (live rollouts' intents without records).
+    pub in_flight: usize,
+    /// Generated tokens captured / delivered.
+    pub tokens_captured: usize,
+    /// Generated tokens delivered.
+    pub tokens_delivered: usize,
+    /// Placed calls by parent decision: `root`, `resolved`, `recovered`, or the link note.
+    pub parent_decisions: BTreeMap<String, usize>,
+    /// Calls that requested the verified parent prefix, and those that proved it supplied.
+    pub prefix_requested: usize,
+    /// Calls whose prompt proved the prefix was supplied.
+    pub prefix_supplied: usize,
+    /// Rollouts by delivered fraction: <25%, <50%, <75%, <100%, 100%.
+    pub delivered_buckets: [usize; 5],
+    /// Calls per second over the last [`RATE_WINDOW`] seconds of `created_at` times.
+    pub calls_per_second: Vec<u64>,
+    /// Records by whole second of `created_at`, over every rollout.
+    seconds: BTreeMap<i64, u64>,
+}
+
+impl Health {
+    /// Count over every rollout.
+    pub fn of<'a>(summaries: impl IntoIterator<Item = &'a Summary>) -> Health {
+        let mut h = Health::default();
+        for summary in summaries {
+            h.add(summary);
+        }
+        h.settle();
+        h
+    }
+
+    /// Count `summary` in (a rollout appeared, or changed to this).
+    pub fn add(&mut self, summary: &Summary) {
+        self.count(summary, 1);
+    }
+
+    /// Count `summary` out (it changed or went away); the exact inverse of [`Health::add`].
+    pub fn remove(&mut self, summary: &Summary) {
+        self.count(summary, -1);
+    }
+
+    /// Recompute the calls-per-second series after adds and removes: the last
+    /// [`RATE_WINDOW`] seconds before the latest call, from the per-second counts.
+    pub fn settle(&mut self) {
+        let mut series = vec![0u64; RATE_WINDOW];
+        if let Some((&latest, _)) = self.seconds.last_key_value() {
+            let first = latest.saturating_sub(RATE_WINDOW as i64 - 1);
+            for (&second, &count) in self.seconds.range(first..=latest) {
+                series[(second - first) as usize] = count;
+            }
+        }
+        self.calls_per_second = series;
+    }
+
+    fn count(&mut self, s: &Summary, sign: isize) {
+        fn bump(value: &mut usize, by: usize, sign: isize) {
+            *value = if sign > 0 {
+                value.saturating_add(by)
+            } else {
+                value.saturating_sub(by)
+            };
+        }
+        if s.lifecycle == Lifecycle::Cleared {
+            return;
+        }
+        bump(&mut self.rollouts, 1, sign);
+        let status = s.live_status();
+        let final_masked = status == LiveStatus::Final && s.mask_sample;
+        bump(&mut self.masked, usize::from(final_masked), sign);
+        bump(
+            &mut self.at_risk,
+            usize::from(status == LiveStatus::AtRisk),
+            sign,
+        );
+        bump(
+            &mut self.waiting,
+            usize::from(status == LiveStatus::Waiting),
+            sign,
+        );
+        if final_masked || status == LiveStatus::AtRisk {
+            for reason in &s.reasons {
+                bump(
+                    self.masked_by_reason.entry(reason.code()).or_default(),
+                    1,
+                    sign,
+                );
+            }
+        }
+        // Final verdicts (frozen, retired, or unreadable files) count towards the alarm.
+        if s.verdict == Verdict::Pending {
+            bump(&mut self.live, 1, sign);
+            bump(&mut self.in_flight, s.open_intents.len(), sign);
+        } else {
+            bump(&mut self.frozen, 1, sign);
+            bump(&mut self.frozen_masked, usize::from(s.mask_sample), sign);
+        }
+        bump(&mut self.calls, s.records, sign);
+        bump(&mut self.prefix_requested, s.prefix.0, sign);
+        bump(&mut self.prefix_supplied, s.prefix.1, sign);
+        bump(&mut self.tokens_captured, s.tokens.0, sign);
+        bump(&mut self.tokens_delivered, s.tokens.1, sign);
+        for (decision, &n) in &s.parent_decisions {
+            bump(
+                self.parent_decisions.entry(decision.clone()).or_default(),
+                n,
+                sign,
+            );
+        }
+        if let Some(fraction) = s.delivered {
+            let bucket = if fraction >= 1.0 {
+                4
+            } else {
+                ((fraction * 4.0) as usize).min(3)
+            };
+            bump(&mut self.delivered_buckets[bucket], 1, sign);
+        }
+        for (&second, &n) in &s.call_seconds {
+            let entry = self.seconds.entry(second).or_default();
+            *entry = if sign > 0 {
+                entry.saturating_add(u64::from(n))
+            } else {
+                entry.saturating_sub(u64::from(n))
+            };
+            if *entry == 0 {
+                self.seconds.remove(&second);
+            }
+        }
+        // Counts that reached zero are no longer shown.
+        self.masked_by_reason.retain(|_, n| *n > 0);
+        self.parent_decisions.retain(|_, n| *n > 0);
+    }
+
+    /// The health of no rollout, with its (empty) series.
+    #[cfg(test)]
+    fn default_settled() -> Health {
+        let mut h = Health::default();
+        h.settle();
+        h
+    }
+
+    /// Masked fraction of frozen rollouts (0 when none is frozen).
+    pub fn frozen_masked_fraction(&self) -> f64 {
+        if self.frozen == 0 {
+            0.0
+        } else {
+            self.frozen_masked as f64 / self.frozen as f64
+        }
+    }
+
+    /// Whether the masked fraction of frozen rollouts exceeds `limit`, once at least
+    /// `min_frozen` are frozen (one masked rollout among the first few is not yet a trend).
+    pub fn alarm(&self, limit: Option<f64>, min_frozen: usize) -> bool {
+        limit.is_some_and(|limit| {
+            self.frozen >= min_frozen.max(1) && self.frozen_masked_fraction() > limit
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_per_second() {
+        let mut summary = Summary::of(&crate::load::demo_store_analyses()[0]);
+        summary.call_seconds = [(100, 2), (99, 1), (40, 1)].into_iter().collect();
+        let series = Health::of([&summary]).calls_per_second;
+        assert_eq!(series.len(), RATE_WINDOW);
+        assert_eq!(series[RATE_WINDOW - 1], 2);
+        assert_eq!(series[RATE_WINDOW - 2], 1);
+        assert_eq!(
+            series.iter().sum::<u64>(),
+            3,
+            "calls older than the window are left out"
+        );
+    }
+
+    #[test]
+    fn counts_the_conformance_store() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/conformance/store-1-0");
+        let analyses = crate::load::analyze_all(
+            &crate::load::locate(&[dir], &[]).unwrap(),
+            &Default::default(),
+        );
+        let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
+        let h = Health::of(&summaries);
+        assert_eq!(h.rollouts, 30);
+        assert_eq!(h.masked, 0, "nothing frozen: no final masked verdict");
+        assert!(
+            h.at_risk > 0 && h.at_risk <= 19,
+            "at risk: incurable reasons only"
+        );
+        assert_eq!(h.frozen, 0);
+        assert!(!h.alarm(Some(0.1), 1), "no frozen rollout, no alarm");
+        let demo: Vec<Summary> = crate::load::demo_store_analyses()
+            .iter()
+            .map(Summary::of)
+            .collect();
+        let d = Health::of(&demo);
+        assert_eq!((d.masked, d.frozen), (6, 12), "as `build` counts them");
+        assert!(
+            d.alarm(Some(0.3), 12) && !d.alarm(Some(0.3), 13),
+            "after enough frozen"
+        );
+        assert_eq!(h.parent_decisions.get("parent_unresolved"), Some(&4));
+        assert!(h.prefix_supplied <= h.prefix_requested + h.calls);
+        assert_eq!(h.delivered_buckets.iter().sum::<usize>(), 25);
+        // By difference: taking every rollout out and putting it back changes nothing, and
+        // taking all out leaves nothing.
+        let mut again = h.clone();
+        for s in &summaries {
+            again.remove(s);
+            again.add(s);
+        }
+        again.settle();
+        assert_eq!(again, h);
+        for s in &summaries {
+            again.remove(s);
+        }
+        again.settle();
+        assert_eq!(again, Health::default_settled());
+    }
+}

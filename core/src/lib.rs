@@ -1,0 +1,26 @@
+//! tokscope's domain: read NeMo Gym token stores, rebuild rollouts exactly as the reference
+//! builder does, judge them, and follow stores being written. Nothing here can reach a
+//! terminal: ratatui, crossterm and clap are not among this crate's dependencies.
+//!
+//! Layers, lowest first: [`text`] and [`store`] read files (never write), [`rebuild`] rebuilds
+//! chains, [`observe`] reads rollout rows, [`verdict`] judges a rollout like the reference
+//! consumer, [`gaps`] and [`observe::graph`] say what is missing, [`health`] counts a store,
+//! [`load`] does it for whole stores, [`live`] follows stores being written, and [`follow`] is
+//! the kill switch's judge.
+
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+pub mod detok;
+pub mod follow;
+pub mod gaps;
+pub mod health;
+pub mod live;
+pub mod load;
+pub mod observe;
+pub mod rebuild;
+pub mod report;
+pub mod store;
+pub mod table;
+pub mod text;
+pub mod verdict;

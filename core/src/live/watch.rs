@@ -1,0 +1,428 @@
+//! The watcher thread: file-system events (or polling) in, rebuilt rollouts out.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+
+use super::{LiveStore, StoreEvent};
+use crate::store::RolloutLocation;
+use crate::verdict::VerdictOptions;
+
+/// How changes are noticed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchMode {
+    /// File-system change events (inotify on Linux).
+    Events,
+    /// Look every so often (for file systems without change events, like network mounts).
+    Poll(Duration),
+    /// Read once and do not follow (`--no-watch`): only the UI's requests are answered.
+    Once,
+}
+
+/// What wakes the watcher thread.
+enum Input {
+    /// A file-system event.
+    Fs(notify::Result<notify::Event>),
+    /// A request of the UI.
+    Ui(Request),
+}
+
+/// What the UI asks of the watcher.
+enum Request {
+    /// The UI looks at these rollouts now.
+    Focus(Vec<RolloutLocation>),
+    /// The UI wants a replay timeline over these rollouts.
+    Timeline(Vec<RolloutLocation>),
+}
+
+/// Answer a request of the UI; `false` when the UI is gone.
+fn answer(request: Request, store: &mut LiveStore, sender: &Sender<StoreEvent>) -> bool {
+    match request {
+        Request::Focus(rollouts) => send_all(sender, Ok(store.set_focus(rollouts))),
+        Request::Timeline(rollouts) => sender
+            .send(StoreEvent::Timeline(Box::new(store.timeline(rollouts))))
+            .is_ok(),
+    }
+}
+
+/// Settings of a watch.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// Events or polling.
+    pub mode: WatchMode,
+    /// After the first event of a burst, wait this long for more before rebuilding (25 ms
+    /// by default: a quarter of a store frame, so unseen; each wake-up of the watcher
+    /// costs, and a burst's changes to one rollout cost one rebuild).
+    pub coalesce: Duration,
+    /// How rollouts are judged.
+    pub verdict: VerdictOptions,
+    /// Rollout rows outside the store directories (those inside are found and followed).
+    pub rows: Vec<PathBuf>,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            mode: WatchMode::Events,
+            coalesce: Duration::from_millis(25),
+            verdict: VerdictOptions::default(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// A running watch. Dropping it stops the thread.
+pub struct Watch {
+    /// Rebuilt rollouts and errors, in the order they happened.
+    pub events: Receiver<StoreEvent>,
+    inputs: Sender<Input>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    /// Make a replay timeline over `rollouts` (the app's, in its order): answered with
+    /// [`StoreEvent::Timeline`].
+    pub fn replay(&self, rollouts: Vec<RolloutLocation>) {
+        let _ = self.inputs.send(Input::Ui(Request::Timeline(rollouts)));
+    }
+
+    /// The UI looks at `rollouts` now (the explorer asks for what its panes show): their full
+    /// analyses are sent as [`StoreEvent::Detail`], now and whenever they change.
+    pub fn focus(&self, rollouts: Vec<RolloutLocation>) {
+        let _ = self.inputs.send(Input::Ui(Request::Focus(rollouts)));
+    }
+}
+
+impl Drop for Watch {
+    /// Stop the thread; wait for it briefly, never for a read stuck on a dead file system
+    /// (quitting must not hang: the thread is then left to end with the process).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// Start watching `dirs`. The first events are the initial scan, then [`StoreEvent::Ready`].
+pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
+    let (sender, events) = mpsc::channel();
+    let (inputs, received) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread_stop = Arc::clone(&stop);
+    let fs_inputs = inputs.clone();
+    let thread = std::thread::Builder::new()
+        .name("tokscope-watch".into())
+        .spawn(move || run(dirs, options, sender, (fs_inputs, received), thread_stop))
+        .expect("spawn the watcher thread");
+    Watch {
+        events,
+        inputs,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+fn send_all(
+    sender: &Sender<StoreEvent>,
+    result: Result<Vec<StoreEvent>, crate::store::StoreDirError>,
+) -> bool {
+    match result {
+        Ok(changes) => changes.into_iter().all(|event| sender.send(event).is_ok()),
+        Err(error) => sender.send(StoreEvent::Error(error.to_string())).is_ok(),
+    }
+}
+
+/// Whether each followed directory is still the directory it was.
+struct Presence {
+    dirs: Vec<(PathBuf, Option<(u64, u64)>)>,
+    checked: Instant,
+}
+
+/// How often a directory's presence is checked.
+const PRESENCE_EVERY: Duration = Duration::from_millis(500);
+
+fn identity(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
+}
+
+impl Presence {
+    fn new(dirs: &[PathBuf]) -> Presence {
+        Presence {
+            dirs: dirs.iter().map(|d| (d.clone(), identity(d))).collect(),
+            checked: Instant::now(),
+        }
+    }
+
+    /// Directories gone and directories back since the last check (at most every
+    /// [`PRESENCE_EVERY`]). A directory replaced by another at the same path is both.
+    fn check(&mut self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let (mut gone, mut back) = (Vec::new(), Vec::new());
+        if self.checked.elapsed() < PRESENCE_EVERY {
+            return (gone, back);
+        }
+        self.checked = Instant::now();
+        for (dir, known) in &mut self.dirs {
+            let now = identity(dir);
+            if now == *known {
+                continue;
+            }
+            if known.is_some() {
+                gone.push(dir.clone());
+            }
+            if now.is_some() {
+                back.push(dir.clone());
+            }
+            *known = now;
+        }
+        (gone, back)
+    }
+}
+
+/// Report directories gone or back; follow the ones back anew (events mode re-subscribes).
+fn send_presence(
+    sender: &Sender<StoreEvent>,
+    presence: &mut Presence,
+    watcher: Option<&mut notify::RecommendedWatcher>,
+    store: &mut LiveStore,
+) -> bool {
+    let (gone, back) = presence.check();
+    if gone.is_empty() && back.is_empty() {
+        return true;
+    }
+    if let Some(watcher) = watcher {
+        for dir in &back {
+            let _ = watcher.unwatch(dir);
+            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "{}: cannot watch ({error})",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    let events = gone
+        .into_iter()
+        .map(StoreEvent::StoreGone)
+        .chain(back.into_iter().map(StoreEvent::StoreBack));
+    for event in events {
+        if sender.send(event).is_err() {
+            return false;
+        }
+    }
+    send_all(sender, store.rescan())
+}
+
+/// Rows changed: send every rollout judged anew, then what the rows file holds that is worth
+/// saying (a re-run appended, a malformed line).
+fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
+    if !send_all(sender, Ok(store.rows_changed())) {
+        return false;
+    }
+    match store.rows_message() {
+        Some(message) => sender.send(StoreEvent::Error(message)).is_ok(),
+        None => true,
+    }
+}
+
+fn run(
+    dirs: Vec<PathBuf>,
+    options: WatchOptions,
+    sender: Sender<StoreEvent>,
+    (fs_sender, inputs): (Sender<Input>, Receiver<Input>),
+    stop: Arc<AtomicBool>,
+) {
+    // Which directories are followed, taken first: one renamed during the first scan is
+    // then seen to go.
+    let mut presence = Presence::new(&dirs);
+    let mut store =
+        LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
+    store.set_following(!matches!(options.mode, WatchMode::Once));
+    // Subscribe before the first scan, so nothing written during it is missed.
+    let mut watcher = match options.mode {
+        WatchMode::Events => match notify::recommended_watcher(move |event| {
+            let _ = fs_sender.send(Input::Fs(event));
+        }) {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "cannot watch for changes ({error}); use --poll MS"
+                )));
+                None
+            }
+        },
+        WatchMode::Poll(_) | WatchMode::Once => None,
+    };
+    if let Some(watcher) = watcher.as_mut() {
+        for dir in &dirs {
+            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                let _ = sender.send(StoreEvent::Error(format!(
+                    "{}: cannot watch ({error})",
+                    dir.display()
+                )));
+            }
+        }
+    }
+    // File-system events and replay requests that arrive during the first scan wait; what
+    // the UI looks at is read first.
+    let mut held = Vec::new();
+    let mut replay = None;
+    let scanned = store.first_scan(&mut |event| sender.send(event).is_ok(), &mut || {
+        let mut focus = None;
+        for input in inputs.try_iter() {
+            match input {
+                Input::Ui(Request::Focus(rollouts)) => focus = Some(rollouts),
+                Input::Ui(Request::Timeline(rollouts)) => replay = Some(rollouts),
+                Input::Fs(event) => held.push(event),
+            }
+        }
+        focus
+    });
+    match scanned {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(error) => {
+            let _ = sender.send(StoreEvent::Error(error.to_string()));
+        }
+    }
+    if !send_all(&sender, store.rescan()) {
+        return;
+    }
+    if let Some(message) = store.rows_message() {
+        let _ = sender.send(StoreEvent::Error(message));
+    }
+    if sender.send(StoreEvent::Ready).is_err() {
+        return;
+    }
+    if let Some(rollouts) = replay
+        && !answer(Request::Timeline(rollouts), &mut store, &sender)
+    {
+        return;
+    }
+    match options.mode {
+        WatchMode::Once => {
+            while !stop.load(Ordering::Relaxed) {
+                match inputs.recv_timeout(Duration::from_millis(100)) {
+                    Ok(Input::Ui(request)) => {
+                        if !answer(request, &mut store, &sender) {
+                            return;
+                        }
+                    }
+                    Ok(Input::Fs(_)) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        }
+        WatchMode::Poll(interval) => {
+            while !stop.load(Ordering::Relaxed) {
+                // Sleep the interval, answering the UI's requests meanwhile.
+                let deadline = Instant::now() + interval;
+                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                    match inputs.recv_timeout(left) {
+                        Ok(Input::Ui(request)) => {
+                            if !answer(request, &mut store, &sender) {
+                                return;
+                            }
+                        }
+                        Ok(Input::Fs(_)) => {}
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                if !send_presence(&sender, &mut presence, None, &mut store) {
+                    return;
+                }
+                // Compared with the stamp taken when the rows were read, not when polling
+                // began: a rows file written in between is not missed.
+                if store.rows_moved() && !send_rows(&sender, &mut store) {
+                    return;
+                }
+                if !send_all(&sender, store.rescan()) {
+                    return;
+                }
+            }
+        }
+        WatchMode::Events => {
+            while !stop.load(Ordering::Relaxed) {
+                // Deleting or renaming a watched directory ends its events: check it directly.
+                if !send_presence(&sender, &mut presence, watcher.as_mut(), &mut store) {
+                    return;
+                }
+                let first = match held.pop() {
+                    Some(event) => Input::Fs(event),
+                    None => match inputs.recv_timeout(Duration::from_millis(100)) {
+                        Ok(input) => input,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    },
+                };
+                // Coalesce the burst (events held during the first scan included).
+                let mut batch = std::mem::take(&mut held);
+                let mut requests = Vec::new();
+                let mut take = |input: Input| match input {
+                    Input::Fs(event) => batch.push(event),
+                    Input::Ui(request) => requests.push(request),
+                };
+                take(first);
+                let deadline = Instant::now() + options.coalesce;
+                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                    match inputs.recv_timeout(left) {
+                        Ok(input) => take(input),
+                        Err(_) => break,
+                    }
+                }
+                for request in requests {
+                    if !answer(request, &mut store, &sender) {
+                        return;
+                    }
+                }
+                let mut rescan = false;
+                let mut rows_changed = false;
+                let mut dirty = BTreeSet::new();
+                for event in batch {
+                    match event {
+                        Ok(event) if event.need_rescan() => rescan = true,
+                        // Opening and reading files (ours included!) is no change: reacting to
+                        // it would make every refresh trigger the next one.
+                        Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
+                        Ok(event) => {
+                            rows_changed |= event.paths.iter().any(|p| store.is_rows_file(p));
+                            dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)));
+                        }
+                        Err(_) => rescan = true,
+                    }
+                }
+                if rows_changed && !send_rows(&sender, &mut store) {
+                    return;
+                }
+                let ok = if rescan {
+                    send_all(&sender, store.rescan())
+                } else {
+                    dirty
+                        .iter()
+                        .all(|location| send_all(&sender, Ok(store.refresh(location))))
+                };
+                if !ok {
+                    return;
+                }
+            }
+        }
+    }
+}
