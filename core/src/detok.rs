@@ -55,7 +55,7 @@ impl Detokenizer {
     }
 
     /// The text of one token (ids outside the vocabulary read as `⟨id⟩`).
-    pub fn piece(&self, id: crate::rebuild::TokenValue) -> String {
+    pub fn piece(&self, id: crate::store::TokenValue) -> String {
         let Ok(id) = u32::try_from(id) else {
             return format!("⟨{id}⟩");
         };
@@ -74,7 +74,7 @@ impl Detokenizer {
     }
 
     /// The text of a token sequence.
-    pub fn decode(&self, ids: &[crate::rebuild::TokenValue]) -> String {
+    pub fn decode(&self, ids: &[crate::store::TokenValue]) -> String {
         let fits: Option<Vec<u32>> = ids.iter().map(|&id| u32::try_from(id).ok()).collect();
         fits.and_then(|ids| self.tokenizer.decode(&ids, false).ok())
             .unwrap_or_else(|| ids.iter().map(|&id| self.piece(id)).collect())

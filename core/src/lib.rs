@@ -4,7 +4,7 @@
 //!
 //! Layers, lowest first: [`text`] and [`store`] read files (never write), [`rebuild`] rebuilds
 //! chains, [`observe`] reads rollout rows, [`verdict`] judges a rollout like the reference
-//! consumer, [`gaps`] and [`observe::graph`] say what is missing, [`health`] counts a store,
+//! consumer, [`gaps`] and [`graph`] say what is missing, [`health`] counts a store,
 //! [`load`] does it for whole stores, [`live`] follows stores being written, and [`follow`] is
 //! the kill switch's judge.
 
@@ -14,6 +14,7 @@
 pub mod detok;
 pub mod follow;
 pub mod gaps;
+pub mod graph;
 pub mod health;
 pub mod live;
 pub mod load;

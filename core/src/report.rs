@@ -108,7 +108,7 @@ impl Analysis {
                 .options
                 .observations
                 .as_ref()
-                .map(|o| crate::observe::graph::summary(o, self)),
+                .map(|o| crate::graph::summary(o, self)),
         }
     }
 }

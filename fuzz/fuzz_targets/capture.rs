@@ -21,5 +21,5 @@ fuzz_target!(|data: &[u8]| {
     let capture = capture_of_bytes(&location, files);
     let analysis = tokscope_core::verdict::analyze(capture, &Default::default());
     let _ = serde_json::to_vec(&analysis.report());
-    let _ = tokscope_core::observe::graph::rollout_gaps(&analysis);
+    let _ = tokscope_core::graph::rollout_gaps(&analysis);
 });

@@ -12,7 +12,7 @@ use super::notice::{Notice, WhatIfChange, what_if_changes};
 use super::scroll::{Scroll, ScrollList};
 use super::tree::{TreeRow, tree_rows};
 use tokscope_core::gaps::Gap;
-use tokscope_core::observe::graph::{GraphLine, rollout_gaps};
+use tokscope_core::graph::{GraphLine, rollout_gaps};
 use tokscope_core::rebuild::divergence::{Divergence, divergence};
 use tokscope_core::rebuild::{BuildOutput, Origin, Provenance, provenance};
 use tokscope_core::verdict::{Analysis, VerdictOptions, analyze};
@@ -180,7 +180,7 @@ impl RolloutView {
             .options
             .observations
             .as_ref()
-            .map(|o| tokscope_core::observe::graph::lines(o, analysis))
+            .map(|o| tokscope_core::graph::lines(o, analysis))
             .unwrap_or_default();
         self.graph_list.set_len(self.graph.len());
         self.divergence = None;

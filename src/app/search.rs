@@ -3,7 +3,7 @@
 //! the graph. Smart case: case matters only when the query has a capital letter.
 
 use super::{App, Notice, Pane};
-use tokscope_core::rebuild::TokenValue;
+use tokscope_core::store::TokenValue;
 
 /// The search in effect.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,10 +221,7 @@ impl App {
                             .iter()
                             .map(|l| {
                                 let call = l.call.as_deref().unwrap_or_default();
-                                format!(
-                                    "{call} {}",
-                                    tokscope_core::observe::graph::text::line_text(l)
-                                )
+                                format!("{call} {}", tokscope_core::graph::text::line_text(l))
                             })
                             .collect()
                     } else {

@@ -8,7 +8,7 @@ use ratatui::widgets::Paragraph;
 use super::layout::{inner_rows, inner_width};
 use super::{Theme, clip, detail_block, strings};
 use crate::app::App;
-pub use tokscope_core::observe::graph::text::{call_state, describe, line_text};
+use tokscope_core::graph::text::line_text;
 use tokscope_core::text::sanitize;
 
 /// Draw the graph of the open rollout.

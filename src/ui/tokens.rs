@@ -35,7 +35,7 @@ fn text_cell(piece: &str) -> String {
 }
 
 /// A token id in a fixed-width cell.
-fn cell(token: tokscope_core::rebuild::TokenValue) -> String {
+fn cell(token: tokscope_core::store::TokenValue) -> String {
     let text = token.to_string();
     let width = TOKEN_CELL - 1;
     if text.len() > width {

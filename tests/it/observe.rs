@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use crossterm::event::KeyCode;
 use tokscope::app::{App, Pane};
 use tokscope_core::gaps::GapKind;
+use tokscope_core::graph::{CallState, call_state, lines};
 use tokscope_core::observe::Rows;
-use tokscope_core::observe::graph::{CallState, call_state, lines};
 use tokscope_core::verdict::{Analysis, VerdictOptions};
 
 const STORE: &str = "tests/fixtures/conformance/store-1-0";
@@ -26,7 +26,7 @@ fn load() -> (Rows, Vec<Analysis>) {
 }
 
 fn gap_texts(analysis: &Analysis) -> Vec<String> {
-    tokscope_core::observe::graph::rollout_gaps(analysis)
+    tokscope_core::graph::rollout_gaps(analysis)
         .iter()
         .filter(|g| matches!(g.kind(), GapKind::Observation | GapKind::Join))
         .map(|g| format!("{} {}", g.call.clone().unwrap_or_default(), g.fact))
@@ -114,7 +114,7 @@ fn tools_compactions_and_call_states() {
     assert!(
         !flagged.iter().any(|l| matches!(
             l.node,
-            tokscope_core::observe::graph::GraphNode::ModelCall { judge: true, .. }
+            tokscope_core::graph::GraphNode::ModelCall { judge: true, .. }
         )),
         "the judge's call is not"
     );
@@ -259,10 +259,7 @@ fn graph_pane_walks_to_tokens_and_back() {
                     .take_while(|x| {
                         !matches!(
                             x.node,
-                            tokscope_core::observe::graph::GraphNode::Invocation {
-                                subagent: true,
-                                ..
-                            }
+                            tokscope_core::graph::GraphNode::Invocation { subagent: true, .. }
                         )
                     })
                     .count()

@@ -13,8 +13,8 @@ use crossterm::event::KeyCode;
 use serde_json::Value;
 use tokscope::app::{App, Pane};
 use tokscope_core::gaps::GapKind;
+use tokscope_core::graph::summary;
 use tokscope_core::observe::Rows;
-use tokscope_core::observe::graph::summary;
 use tokscope_core::verdict::{Analysis, VerdictOptions, analyze};
 
 const STORE: &str = "tests/fixtures/producers/store";
@@ -50,7 +50,7 @@ fn every_row_attaches_and_nothing_is_dropped_without_a_message() {
         assert!(keys.contains(id), "{id}");
     }
     for analysis in &analyses {
-        let gaps = tokscope_core::observe::graph::rollout_gaps(analysis);
+        let gaps = tokscope_core::graph::rollout_gaps(analysis);
         assert!(
             !gaps
                 .iter()
@@ -325,7 +325,7 @@ fn bundle_gaps_copied_into_the_trajectory_are_listed_once() {
     };
     assert_eq!(copies(&row["ng_trajectory"]), 1);
     assert_eq!(copies(&row["ng_agent_observations"]), 1);
-    let gaps = tokscope_core::observe::graph::rollout_gaps(find(&analyses, "1-0"));
+    let gaps = tokscope_core::graph::rollout_gaps(find(&analyses, "1-0"));
     let listed = gaps
         .iter()
         .filter(|g| {
@@ -393,7 +393,7 @@ fn a_rerun_row_replaces_the_earlier_one() {
     assert_eq!(obs.replaced.len(), 1);
     assert_eq!(obs.replaced[0].line, 5);
     assert_eq!(obs.tool_calls.len(), 2, "the later row's tools");
-    let gaps = tokscope_core::observe::graph::rollout_gaps(find(&analyses, "3-0"));
+    let gaps = tokscope_core::graph::rollout_gaps(find(&analyses, "3-0"));
     assert!(
         gaps.iter()
             .any(|g| g.fact.to_string().contains("rollouts.jsonl:5 was replaced")),
@@ -407,7 +407,7 @@ fn rows_without_a_trajectory_join_through_the_capture() {
     let projection_failed = find(&analyses, "7-0");
     let text = graph_text(projection_failed);
     assert_eq!(text.matches("[in main]").count(), 3, "{text}");
-    let gaps = tokscope_core::observe::graph::rollout_gaps(projection_failed);
+    let gaps = tokscope_core::graph::rollout_gaps(projection_failed);
     assert!(
         gaps.iter().any(|g| g
             .fact
@@ -542,7 +542,7 @@ fn repeats_unknown_records_and_ambiguous_references_are_counted_and_told() {
             tokscope_core::load::options_for(&VerdictOptions::default(), &rows, &location);
         analyze(tokscope_core::store::read_capture(&location), &options)
     };
-    let gaps = tokscope_core::observe::graph::rollout_gaps(&analysis);
+    let gaps = tokscope_core::graph::rollout_gaps(&analysis);
     assert!(
         gaps.iter()
             .any(|g| matches!(g.fact, tokscope_core::gaps::GapFact::AmbiguousReference(_))),

@@ -574,7 +574,7 @@ fn an_empty_gaps_pane_does_not_claim_joins_without_a_row() {
         .find(|&i| {
             app.details
                 .get(i)
-                .is_some_and(|a| tokscope_core::observe::graph::rollout_gaps(a).is_empty())
+                .is_some_and(|a| tokscope_core::graph::rollout_gaps(a).is_empty())
         })
         .expect("a rollout without gaps");
     let id = app.rollouts[index].rollout_id().to_owned();

@@ -34,7 +34,7 @@ pub struct LiveRollout {
     sentinel: FileTail,
     state: FileTail,
     cache: LineCache,
-    memo: std::sync::Arc<crate::rebuild::merge::DigestMemo>,
+    memo: std::sync::Arc<crate::rebuild::memo::DigestMemo>,
     /// The state said frozen (or retired) when last read: no call will be appended, so its
     /// digests are not kept once it is cooled.
     frozen: bool,

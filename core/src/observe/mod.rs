@@ -4,9 +4,8 @@
 //!
 //! - [`record`]: what one row observed ([`Observations`]), and the joins by identifier.
 //! - [`rows`]: rows files, the rollout each row belongs to, re-runs and skipped lines.
-//! - [`graph`]: the graph pane's lines, the join gaps and the headless summary.
+//! The graph of what was observed is [`crate::graph`], above the verdict.
 
-pub mod graph;
 pub mod reader;
 pub mod record;
 pub mod rows;

@@ -6,8 +6,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::seq::TokenSeq;
 use super::twin::{State, compress_two};
+use crate::store::seq::TokenSeq;
 
 const DOMAIN: &[u8] = b"nemo-gym-tokens";
 const DIGEST_VERSION: u8 = 1;

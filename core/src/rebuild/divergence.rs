@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::output::BuildOutput;
-use super::seq::{TokenSeq, TokenValue};
 use crate::store::TokenRecord;
+use crate::store::seq::{TokenSeq, TokenValue};
 
 /// Tokens shown on each side of the first difference.
 pub(crate) const CONTEXT: usize = 8;

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::digest::{digest_prefix, digest_two, hex};
-use super::seq::TokenSeq;
 use crate::store::TokenRecord;
+use crate::store::seq::TokenSeq;
 
 /// Digests of records' cumulative sequences and answers of prefix checks, remembered across
 /// rebuilds of one growing records file.

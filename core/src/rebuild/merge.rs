@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::digest::digest_prefix;
-pub use super::memo::DigestMemo;
+use super::memo::DigestMemo;
 use super::memo::{cumulative_digest, starts_with};
 use super::output::{
     BuildNotes, BuildOptions, BuildOutput, CallNode, Chain, ChainId, ChainLink, LinkNote,
     RecordFate,
 };
-use super::seq::TokenSeq;
+use crate::store::seq::TokenSeq;
 use crate::store::{ParentResolution, TokenRecord};
 
 /// Per placed node: whether its recorded digest matches its cumulative sequence (computed on

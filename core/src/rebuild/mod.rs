@@ -7,8 +7,6 @@ pub mod merge;
 pub mod output;
 pub mod project;
 mod twin;
-/// Token sequences live with the records that hold them (see [`crate::store::seq`]).
-pub use crate::store::seq;
 
 pub use merge::prefix_merging;
 pub use output::{
@@ -17,4 +15,3 @@ pub use output::{
 };
 pub(crate) use project::project_main_chain;
 pub use project::{Origin, Provenance, RebuiltResponse, Segment, provenance};
-pub use seq::{TokenSeq, TokenValue};

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::merge::DigestMemo;
-use super::seq::TokenSeq;
+use super::memo::DigestMemo;
 use crate::store::TokenRecord;
+use crate::store::seq::TokenSeq;
 
 /// Why a recorded parent link was not used as recorded (or why a record was set aside).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

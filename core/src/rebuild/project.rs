@@ -7,8 +7,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::output::{BuildOutput, Chain};
-use super::seq::TokenSeq;
 use crate::store::TokenRecord;
+use crate::store::seq::TokenSeq;
 
 const TOKEN_KEYS: [&str; 3] = [
     "prompt_token_ids",

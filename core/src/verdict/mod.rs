@@ -37,7 +37,7 @@ pub struct VerdictOptions {
     /// delivered (the reference's `mask_incomplete_when_attributed`).
     pub mask_incomplete_when_attributed: bool,
     /// Digests remembered across rebuilds of one growing rollout (live monitoring).
-    pub digest_memo: Option<std::sync::Arc<crate::rebuild::merge::DigestMemo>>,
+    pub digest_memo: Option<std::sync::Arc<crate::rebuild::memo::DigestMemo>>,
     /// What the harness observed around the capture (its rollout row), when known.
     pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
 }

@@ -281,8 +281,8 @@ pub fn graph_text(analysis: &tokscope_core::verdict::Analysis) -> String {
         .observations
         .as_ref()
         .expect("a row joined this rollout");
-    tokscope_core::observe::graph::lines(obs, analysis)
+    tokscope_core::graph::lines(obs, analysis)
         .iter()
-        .map(|l| format!("{}\n", tokscope::ui::graph::line_text(l)))
+        .map(|l| format!("{}\n", tokscope_core::graph::text::line_text(l)))
         .collect()
 }

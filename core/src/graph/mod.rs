@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use super::{CallRef, Compaction, Observations, ObservedCall, ToolCall};
 use crate::gaps::{Gap, GapFact, GapKind};
+use crate::observe::{CallRef, Compaction, Observations, ObservedCall, ToolCall};
 use crate::rebuild::RecordFate;
 use crate::verdict::Analysis;
 
