@@ -4,6 +4,7 @@
 //!
 //! - [`record`]: what one row observed ([`Observations`]), and the joins by identifier.
 //! - [`rows`]: rows files, the rollout each row belongs to, re-runs and skipped lines.
+//!
 //! The graph of what was observed is [`crate::graph`], above the verdict.
 
 pub mod reader;
