@@ -110,7 +110,7 @@ fn non_test_code(text: &str) -> String {
 }
 
 /// The path written right after each occurrence of `prefix` (`crate::a::b` → `a::b`).
-fn paths_after<'a>(code: &'a str, prefix: &str) -> Vec<(usize, String)> {
+fn paths_after(code: &str, prefix: &str) -> Vec<(usize, String)> {
     let mut paths = Vec::new();
     let mut from = 0;
     while let Some(found) = code[from..].find(prefix) {
