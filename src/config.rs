@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::{Action, App, Pane, TokenText};
+use crate::app::{Action, Remembered};
 
 /// The configuration file.
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -161,7 +161,7 @@ impl Config {
                 let action = Action::named(name).ok_or_else(|| {
                     KeyError(format!(
                         "[keys] {name}: no such action (one of: {})",
-                        Action::ALL.map(Action::name).join(", ")
+                        Action::all().map(Action::name).collect::<Vec<_>>().join(", ")
                     ))
                 })?;
                 // Arrows by name too, as the help writes them (↑ ↓ ← →).
@@ -189,17 +189,6 @@ impl Config {
         theme.color &= self.theme.color.unwrap_or(true);
         theme
     }
-}
-
-/// What is remembered of one set of stores.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-pub struct Remembered {
-    /// The selected rollout.
-    pub rollout: Option<String>,
-    /// The bottom-right tab: `inspector`, `gaps` or `graph`.
-    pub tab: Option<String>,
-    /// The token pane's mode: `ids`, `cells` or `prose`.
-    pub tokens: Option<String>,
 }
 
 /// The state file: what is remembered, by set of stores, the most recent last.
@@ -258,56 +247,6 @@ impl State {
         let excess = self.stores.len().saturating_sub(REMEMBERED);
         self.stores.drain(..excess);
     }
-}
-
-fn tab_name(pane: Pane) -> &'static str {
-    match pane {
-        Pane::Gaps => "gaps",
-        Pane::Graph => "graph",
-        _ => "inspector",
-    }
-}
-
-fn token_text_name(mode: TokenText) -> &'static str {
-    match mode {
-        TokenText::Ids => "ids",
-        TokenText::Cells => "cells",
-        TokenText::Prose => "prose",
-    }
-}
-
-/// What the app shows now, to remember.
-pub fn remembered(app: &App) -> Remembered {
-    Remembered {
-        rollout: app
-            .list
-            .selected_rollout()
-            .map(|i| app.rollouts[i].rollout_id().to_owned())
-            .or_else(|| app.restore.clone()),
-        tab: Some(tab_name(app.detail).to_owned()),
-        tokens: Some(token_text_name(app.token_text).to_owned()),
-    }
-}
-
-/// Show what was remembered: the tab and the token mode at once, the rollout once listed.
-pub fn restore(app: &mut App, what: &Remembered) {
-    if let Some(tab) = &what.tab {
-        app.detail = match tab.as_str() {
-            "gaps" => Pane::Gaps,
-            "graph" => Pane::Graph,
-            _ => Pane::Inspector,
-        };
-    }
-    if app.detok.is_some()
-        && let Some(mode) = &what.tokens
-    {
-        app.token_text = match mode.as_str() {
-            "ids" => TokenText::Ids,
-            "prose" => TokenText::Prose,
-            _ => TokenText::Cells,
-        };
-    }
-    app.restore_rollout(what.rollout.clone());
 }
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
 //! What the user can ask of the app: the command vocabulary the key bindings (in
 //! `ui::keys`) and the mouse map onto.
 
+use strum::{EnumIter, IntoEnumIterator, IntoStaticStr};
+
+use super::Tab;
+
 /// What a key does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Action {
     /// Close the help, clear the message and the divergence.
     Dismiss,
@@ -94,85 +99,32 @@ pub enum Action {
     Speed100,
     /// Open the `:` command line (go to a rollout, call, position, chain; replay jumps).
     Command,
-    /// Show (and focus) the inspector in the bottom-right place.
-    ShowInspector,
-    /// Show (and focus) the gaps in the bottom-right place.
-    ShowGaps,
-    /// Show (and focus) the observation graph in the bottom-right place.
-    ShowGraph,
+    /// Show (and focus) a tab of the bottom-right place.
+    ShowTab(Tab),
     /// Give the focused pane the whole screen, or give it back.
     Zoom,
 }
 
 impl Action {
-    /// Every action (the configuration names them; tests check each has a key).
-    pub const ALL: [Action; 49] = [
-        Action::Dismiss,
-        Action::Quit,
-        Action::Help,
-        Action::NextPane,
-        Action::PrevPane,
-        Action::Up,
-        Action::Down,
-        Action::Left,
-        Action::Right,
-        Action::PageUp,
-        Action::PageDown,
-        Action::Top,
-        Action::Bottom,
-        Action::Enter,
-        Action::ToggleCollapse,
-        Action::Filter,
-        Action::Yank,
-        Action::YankText,
-        Action::Mark,
-        Action::SearchNext,
-        Action::SearchPrev,
-        Action::MaskedOnly,
-        Action::CycleReason,
-        Action::SortNext,
-        Action::SortReverse,
-        Action::NextBoundary,
-        Action::PrevBoundary,
-        Action::NextLowProb,
-        Action::PrevLowProb,
-        Action::CycleChain,
-        Action::ToggleText,
-        Action::Divergence,
-        Action::PinTerminal,
-        Action::ToggleAttributed,
-        Action::ClearWhatIf,
-        Action::ExportReport,
-        Action::ExportResponse,
-        Action::Pause,
-        Action::ToggleReplay,
-        Action::StepBack,
-        Action::StepForward,
-        Action::Speed1,
-        Action::Speed10,
-        Action::Speed100,
-        Action::Command,
-        Action::ShowInspector,
-        Action::ShowGaps,
-        Action::ShowGraph,
-        Action::Zoom,
-    ];
-
-    /// The action's name in the configuration file: `next_pane` for `NextPane`.
-    pub fn name(self) -> String {
-        let mut name = String::new();
-        for (i, c) in format!("{self:?}").chars().enumerate() {
-            if c.is_uppercase() && i > 0 {
-                name.push('_');
-            }
-            name.push(c.to_ascii_lowercase());
-        }
-        name
+    /// Every action, in declaration order (one [`Action::ShowTab`] for each tab).
+    pub fn all() -> impl Iterator<Item = Action> {
+        Action::iter().flat_map(|action| match action {
+            Action::ShowTab(_) => Tab::iter().map(Action::ShowTab).collect::<Vec<_>>(),
+            other => vec![other],
+        })
     }
 
-    /// The action a configuration name stands for.
+    /// The name in the configuration's `[keys]` table: `next_pane`, `quit`, `show_gaps`…
+    pub fn name(self) -> String {
+        match self {
+            Action::ShowTab(tab) => format!("show_{}", tab.pane().spec().name),
+            other => <&'static str>::from(other).to_owned(),
+        }
+    }
+
+    /// The action named `name`.
     pub fn named(name: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|a| a.name() == name)
+        Action::all().find(|a| a.name() == name)
     }
 }
 
@@ -223,7 +175,12 @@ mod tests {
     fn names_are_snake_case_and_round_trip() {
         assert_eq!(Action::NextPane.name(), "next_pane");
         assert_eq!(Action::Quit.name(), "quit");
-        for action in Action::ALL {
+        assert_eq!(Action::ShowTab(Tab::Gaps).name(), "show_gaps");
+        assert_eq!(
+            Action::named("show_inspector"),
+            Some(Action::ShowTab(Tab::Inspector))
+        );
+        for action in Action::all() {
             assert_eq!(Action::named(&action.name()), Some(action));
         }
         assert_eq!(Action::named("no_such_action"), None);

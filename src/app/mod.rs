@@ -15,7 +15,9 @@ pub mod list;
 pub mod live;
 mod navigate;
 pub mod notice;
+pub mod pane;
 mod prompt;
+pub mod remember;
 pub mod replay;
 pub mod rollout;
 pub mod scroll;
@@ -26,12 +28,16 @@ pub mod yank;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use strum::IntoEnumIterator;
+
 pub use action::{Action, TextKey};
 pub use export::{ExportError, ExportKind};
 pub use list::{RolloutList, SortKey};
 pub(crate) use live::HIGHLIGHT;
 pub use live::Live;
 pub use notice::{Notice, WhatIfChange};
+pub use pane::{Pane, Tab};
+pub use remember::Remembered;
 pub use replay::{JumpTarget, ReplayState};
 pub use rollout::{RolloutView, TokenView, WhatIf};
 
@@ -53,6 +59,22 @@ pub enum TokenText {
 }
 
 impl TokenText {
+    /// Its name in the remembered state.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenText::Ids => "ids",
+            TokenText::Cells => "cells",
+            TokenText::Prose => "prose",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn named(name: &str) -> Option<TokenText> {
+        [TokenText::Ids, TokenText::Cells, TokenText::Prose]
+            .into_iter()
+            .find(|mode| mode.name() == name)
+    }
+
     /// The next mode (`T`).
     pub fn next(self) -> TokenText {
         match self {
@@ -62,32 +84,6 @@ impl TokenText {
         }
     }
 }
-
-/// The panes, in Tab order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pane {
-    /// Rollout list.
-    List,
-    /// Chain tree.
-    Tree,
-    /// Token provenance.
-    Tokens,
-    /// Record, verdict and notes.
-    Inspector,
-    /// Capture, observation and join gaps.
-    Gaps,
-    /// The observation graph.
-    Graph,
-}
-
-const PANES: [Pane; 6] = [
-    Pane::List,
-    Pane::Tree,
-    Pane::Tokens,
-    Pane::Inspector,
-    Pane::Gaps,
-    Pane::Graph,
-];
 
 /// Text being typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,6 +174,39 @@ pub enum Message {
     Tick(Instant),
 }
 
+/// How the explorer is set up: what the command line and the configuration resolved, given
+/// to the app at once ([`App::with_options`]).
+pub struct AppOptions {
+    /// The stores are followed (not read once).
+    pub watching: bool,
+    /// Raise an alarm when the masked fraction of judged rollouts exceeds this…
+    pub max_mask_fraction: Option<f64>,
+    /// …once at least this many rollouts are judged.
+    pub min_frozen: usize,
+    /// The user's keys (from the configuration), before the built-in ones.
+    pub keys: Vec<(String, Action)>,
+    /// Generated tokens with a probability below this are "low probability".
+    pub low_probability: Option<f64>,
+    /// Decodes token ids to text.
+    pub detok: Option<tokscope_core::detok::Detokenizer>,
+    /// A notice to show first (what reading the rows files found).
+    pub notice: Option<Notice>,
+}
+
+impl Default for AppOptions {
+    fn default() -> AppOptions {
+        AppOptions {
+            watching: true,
+            max_mask_fraction: None,
+            min_frozen: tokscope_core::follow::DEFAULT_MIN_FROZEN,
+            keys: Vec::new(),
+            low_probability: None,
+            detok: None,
+            notice: None,
+        }
+    }
+}
+
 /// The whole application state.
 pub struct App {
     /// Store directories shown.
@@ -204,8 +233,8 @@ pub struct App {
     pub view: Option<RolloutView>,
     /// Focused pane.
     pub focus: Pane,
-    /// Which detail tab shows in the bottom-right area.
-    pub detail: Pane,
+    /// Which tab shows in the bottom-right place.
+    pub detail: Tab,
     /// Typing mode.
     pub mode: Mode,
     /// Help overlay shown.
@@ -283,7 +312,7 @@ impl App {
             list: RolloutList::new(viewport.list_rows),
             view: None,
             focus: Pane::List,
-            detail: Pane::Inspector,
+            detail: Tab::Inspector,
             mode: Mode::Normal,
             show_help: false,
             help: scroll::Scroll::default(),
@@ -316,6 +345,31 @@ impl App {
         app.details = Details::bounded(details::DETAIL_CACHE);
         app.live = Live::watching();
         app
+    }
+
+    /// The app set up with `options`.
+    pub fn with_options(mut self, options: AppOptions) -> App {
+        let AppOptions {
+            watching,
+            max_mask_fraction,
+            min_frozen,
+            keys,
+            low_probability,
+            detok,
+            notice,
+        } = options;
+        self.live.watching = watching;
+        self.max_mask_fraction = max_mask_fraction;
+        self.min_frozen = min_frozen;
+        self.keys = keys;
+        if let Some(p) = low_probability {
+            self.low_logprob = p.ln();
+        }
+        self.message = notice;
+        match detok {
+            Some(detok) => self.with_tokenizer(detok),
+            None => self,
+        }
     }
 
     /// Decode token ids with `detok` (and show text in the token cells).
@@ -441,18 +495,17 @@ impl App {
                 self.show_help = !self.show_help;
                 self.help.home();
             }
-            Action::ShowInspector => self.focus_pane(Pane::Inspector),
-            Action::ShowGaps => self.focus_pane(Pane::Gaps),
-            Action::ShowGraph => self.focus_pane(Pane::Graph),
+            Action::ShowTab(tab) => self.focus_pane(tab.pane()),
             Action::Zoom => self.zoom = !self.zoom,
             Action::NextPane | Action::PrevPane => {
-                let at = PANES.iter().position(|p| *p == self.focus).unwrap_or(0);
+                let panes: Vec<Pane> = Pane::iter().collect();
+                let at = panes.iter().position(|p| *p == self.focus).unwrap_or(0);
                 let step = if action == Action::NextPane {
                     1
                 } else {
-                    PANES.len() - 1
+                    panes.len() - 1
                 };
-                self.focus_pane(PANES[(at + step) % PANES.len()]);
+                self.focus_pane(panes[(at + step) % panes.len()]);
             }
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
@@ -591,7 +644,7 @@ impl App {
 
     fn what_if(&mut self, options: VerdictOptions) {
         self.with_view(|view, base| view.set_what_if(base, options));
-        self.detail = Pane::Inspector;
+        self.detail = Tab::Inspector;
     }
 
     fn pin_terminal(&mut self) {

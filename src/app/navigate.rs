@@ -1,7 +1,8 @@
 //! Moving around: focus, the moving keys in each pane, the mouse, the help's scroll, and
 //! going to a call (Enter, the divergence).
 
-use super::{Action, App, Notice, Pane, RolloutView, search};
+use super::pane::{Enter, Items};
+use super::{Action, App, Notice, Pane, RolloutView, Tab, search};
 
 impl App {
     /// The moving keys scroll the help while it is shown; whether `action` was one.
@@ -21,42 +22,38 @@ impl App {
 
     pub(super) fn focus_pane(&mut self, pane: Pane) {
         self.focus = pane;
-        if matches!(pane, Pane::Inspector | Pane::Gaps | Pane::Graph) {
-            self.detail = pane;
+        if let Some(tab) = pane.tab() {
+            self.detail = tab;
         }
     }
 
     pub(super) fn move_by(&mut self, delta: isize) {
-        match self.focus {
-            Pane::List => {
+        match self.focus.spec().items {
+            Items::Rollouts => {
                 if self.list.scroll.move_by(delta) {
                     self.open_selected();
                 }
             }
-            Pane::Tree => self.notice_from_view(|view, base| view.move_tree(base, delta)),
-            Pane::Tokens => self.with_view(|view, _| {
+            Items::Tree => self.notice_from_view(|view, base| view.move_tree(base, delta)),
+            Items::Tokens => self.with_view(|view, _| {
                 let per_row = view.tokens.per_row() as isize;
                 view.tokens.move_cursor(delta.saturating_mul(per_row));
             }),
-            Pane::Inspector => self.with_view(|view, _| view.inspector.move_by(delta)),
-            Pane::Gaps => self.with_view(|view, _| {
-                view.gap_list.move_by(delta);
-            }),
-            Pane::Graph => self.with_view(|view, _| {
-                view.graph_list.move_by(delta);
+            Items::Text => self.with_view(|view, _| view.inspector.move_by(delta)),
+            Items::Rows(rows) => self.with_view(|view, _| {
+                (rows.list_mut)(view).move_by(delta);
             }),
         }
     }
 
     /// One page up (`-1`) or down (`1`) in the focused pane.
     pub(super) fn page(&mut self, direction: isize) {
-        let rows = match (&self.view, self.focus) {
-            (_, Pane::List) => self.list.scroll.page(),
-            (Some(view), Pane::Tree) => view.tree.page(),
-            (Some(view), Pane::Tokens) => view.tokens.rows.page(),
-            (Some(view), Pane::Inspector) => view.inspector.page(),
-            (Some(view), Pane::Gaps) => view.gap_list.page(),
-            (Some(view), Pane::Graph) => view.graph_list.page(),
+        let rows = match (&self.view, self.focus.spec().items) {
+            (_, Items::Rollouts) => self.list.scroll.page(),
+            (Some(view), Items::Tree) => view.tree.page(),
+            (Some(view), Items::Tokens) => view.tokens.rows.page(),
+            (Some(view), Items::Text) => view.inspector.page(),
+            (Some(view), Items::Rows(rows)) => (rows.list)(view).page(),
             (None, _) => 1,
         };
         self.move_by(direction * rows as isize);
@@ -64,7 +61,7 @@ impl App {
 
     /// First (`false`) or last (`true`) of the focused pane.
     pub(super) fn jump_to_end(&mut self, last: bool) {
-        if self.focus == Pane::Inspector {
+        if matches!(self.focus.spec().items, Items::Text) {
             self.with_view(|view, _| {
                 if last {
                     view.inspector.end()
@@ -75,7 +72,7 @@ impl App {
             return;
         }
         let delta = if last { isize::MAX / 4 } else { isize::MIN / 4 };
-        if self.focus == Pane::Tokens {
+        if matches!(self.focus.spec().items, Items::Tokens) {
             self.with_view(|view, _| view.tokens.move_cursor(delta));
         } else {
             self.move_by(delta);
@@ -85,29 +82,25 @@ impl App {
     pub(super) fn on_click(&mut self, pane: Pane, row: Option<usize>) {
         self.focus_pane(pane);
         let Some(row) = row else { return };
-        match pane {
-            Pane::List => {
+        match pane.spec().items {
+            Items::Rollouts => {
                 if let Some(index) = self.list.scroll.hit(row)
                     && self.list.scroll.select(index)
                 {
                     self.open_selected();
                 }
             }
-            Pane::Tree => self.notice_from_view(|view, base| {
+            Items::Tree => self.notice_from_view(|view, base| {
                 let index = view.tree.hit(row)?;
                 view.select_tree_row(base, index)
             }),
-            Pane::Gaps => self.with_view(|view, _| {
-                if let Some(index) = view.gap_list.hit(row) {
-                    view.gap_list.select(index);
+            Items::Rows(rows) => self.with_view(|view, _| {
+                let list = (rows.list_mut)(view);
+                if let Some(index) = list.hit(row) {
+                    list.select(index);
                 }
             }),
-            Pane::Graph => self.with_view(|view, _| {
-                if let Some(index) = view.graph_list.hit(row) {
-                    view.graph_list.select(index);
-                }
-            }),
-            Pane::Tokens | Pane::Inspector => {}
+            Items::Tokens | Items::Text => {}
         }
     }
 
@@ -118,53 +111,43 @@ impl App {
             self.help.move_by(delta);
             return;
         }
-        match pane {
-            Pane::List => {
+        match pane.spec().items {
+            Items::Rollouts => {
                 let before = self.list.scroll.selected();
                 self.list.scroll.scroll_by(delta);
                 if self.list.scroll.selected() != before {
                     self.open_selected();
                 }
             }
-            Pane::Tree => self.notice_from_view(|view, base| {
+            Items::Tree => self.notice_from_view(|view, base| {
                 let before = view.tree.selected();
                 view.tree.scroll_by(delta);
                 let after = view.tree.selected();
                 (after != before).then(|| view.select_tree_row(base, after))?
             }),
-            Pane::Tokens => self.with_view(|view, _| {
+            Items::Tokens => self.with_view(|view, _| {
                 let per_row = view.tokens.per_row() as isize;
                 view.tokens.move_cursor(delta.saturating_mul(per_row));
             }),
-            Pane::Inspector => self.with_view(|view, _| view.inspector.move_by(delta)),
-            Pane::Gaps => self.with_view(|view, _| view.gap_list.scroll_by(delta)),
-            Pane::Graph => self.with_view(|view, _| view.graph_list.scroll_by(delta)),
+            Items::Text => self.with_view(|view, _| view.inspector.move_by(delta)),
+            Items::Rows(rows) => self.with_view(|view, _| (rows.list_mut)(view).scroll_by(delta)),
         }
     }
+
+    /// Enter, as the focused pane's spec says.
     pub(super) fn enter(&mut self) {
-        match self.focus {
-            Pane::List => self.focus = Pane::Tree,
-            Pane::Tree => self.show_divergence(),
-            Pane::Gaps => self.enter_gap(),
-            Pane::Graph => {
-                let line = self.view.as_ref().and_then(|view| {
-                    view.graph
-                        .get(view.graph_list.selected())
-                        .map(|l| l.call.clone())
-                });
-                match line {
-                    Some(Some(call)) => self.select_call(&call),
-                    Some(None) => self.message = Some(Notice::NotACall),
-                    None => {}
-                }
-            }
-            Pane::Tokens | Pane::Inspector => {}
+        let spec = self.focus.spec();
+        match (spec.enter, spec.items) {
+            (Enter::Open, _) => self.focus = Pane::Tree,
+            (Enter::Divergence, _) => self.show_divergence(),
+            (Enter::GoToCall, Items::Rows(rows)) => (rows.enter)(self),
+            (Enter::GoToCall | Enter::Nothing, _) => {}
         }
     }
 
     /// Enter on a gap: its call in the tree; a read problem's record when one was read at its
     /// line, else the problem itself, found in the inspector.
-    pub(super) fn enter_gap(&mut self) {
+    pub(crate) fn enter_gap(&mut self) {
         let Some(gap) = self
             .view
             .as_ref()
@@ -215,20 +198,19 @@ impl App {
     /// The divergence of the selected call; from the token pane, of the call whose tokens
     /// are under the cursor; from the gaps, of the gap's call.
     pub(super) fn show_divergence(&mut self) {
-        let call = match self.focus {
-            Pane::Tokens => self.call_at_cursor(),
-            Pane::Gaps => self.view.as_ref().and_then(|view| {
-                view.gaps
-                    .get(view.gap_list.selected())
-                    .and_then(|g| g.call.clone())
-            }),
-            _ => None,
+        let call = match self.focus.spec().items {
+            Items::Tokens => self.call_at_cursor(),
+            Items::Rows(rows) => self
+                .view
+                .as_ref()
+                .and_then(|view| (rows.call)(view, (rows.list)(view).selected())),
+            Items::Rollouts | Items::Tree | Items::Text => None,
         };
         if let Some(call) = call {
             self.select_call(&call);
         }
         self.notice_from_view(RolloutView::show_divergence);
-        self.detail = Pane::Inspector;
+        self.detail = Tab::Inspector;
     }
 
     /// The call whose tokens are under the token cursor (the chain's first call for the root

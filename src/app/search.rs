@@ -2,6 +2,7 @@
 //! decoded text in the token pane, call ids in the tree, text in the inspector, the gaps and
 //! the graph. Smart case: case matters only when the query has a capital letter.
 
+use super::pane::Items;
 use super::{App, Notice, Pane};
 use tokscope_core::store::TokenValue;
 
@@ -172,10 +173,10 @@ impl App {
             pane: self.focus,
             query,
             inspector_matches: None,
-            pending: self.focus == Pane::Inspector,
+            pending: matches!(self.focus.spec().items, Items::Text),
             inspector_at: None,
         });
-        if self.focus != Pane::Inspector {
+        if !matches!(self.focus.spec().items, Items::Text) {
             self.search_step(true);
         }
     }
@@ -188,14 +189,14 @@ impl App {
         };
         self.focus_pane(search.pane);
         let query = search.query.as_str();
-        let found = match search.pane {
-            Pane::List => {
+        let found = match search.pane.spec().items {
+            Items::Rollouts => {
                 self.message = Some(Notice::NoSearch);
                 return;
             }
-            Pane::Inspector => self.inspector_step(&search, forward),
-            Pane::Tokens => self.token_step(query, forward),
-            Pane::Tree => {
+            Items::Text => self.inspector_step(&search, forward),
+            Items::Tokens => self.token_step(query, forward),
+            Items::Tree => {
                 let mut found = None;
                 self.notice_from_view(|view, base| {
                     let analysis = view.shown(base);
@@ -211,30 +212,12 @@ impl App {
                 });
                 found
             }
-            Pane::Gaps | Pane::Graph => {
+            Items::Rows(rows) => {
                 let mut found = None;
-                let graph = search.pane == Pane::Graph;
                 self.with_view(|view, _| {
                     // What the pane shows, with the full call id.
-                    let texts: Vec<String> = if graph {
-                        view.graph
-                            .iter()
-                            .map(|l| {
-                                let call = l.call.as_deref().unwrap_or_default();
-                                format!("{call} {}", tokscope_core::graph::text::line_text(l))
-                            })
-                            .collect()
-                    } else {
-                        view.gaps
-                            .iter()
-                            .map(|g| format!("{} {}", g.call.as_deref().unwrap_or("-"), g.fact))
-                            .collect()
-                    };
-                    let list = if graph {
-                        &mut view.graph_list
-                    } else {
-                        &mut view.gap_list
-                    };
+                    let texts = (rows.texts)(view);
+                    let list = (rows.list_mut)(view);
                     found = cycle(texts.len(), list.selected(), forward, |i| {
                         matches(&texts[i], query)
                     });

@@ -91,14 +91,14 @@ fn the_filter_prompt_edits_and_filters() {
 fn panes_cycle_and_detail_tabs_follow_focus() {
     let mut app = demo();
     let mut seen = Vec::new();
-    for _ in 0..PANES.len() {
+    for _ in 0..Pane::iter().count() {
         act(&mut app, Action::NextPane);
         seen.push(app.focus);
     }
     assert_eq!(seen.last(), Some(&Pane::List));
     assert_eq!(
         app.detail,
-        Pane::Graph,
+        Tab::Graph,
         "the last detail tab focused stays shown"
     );
     act(&mut app, Action::PrevPane);

@@ -2,7 +2,8 @@
 //! over SSH without a clipboard daemon). The app only decides the text; the terminal loop
 //! sends it ([`App::take_clipboard`], [`osc52`]).
 
-use super::{App, Notice, Pane};
+use super::pane::Items;
+use super::{App, Notice};
 
 /// Larger payloads are refused: terminals drop or truncate them.
 pub const YANK_LIMIT: usize = 1 << 20;
@@ -44,35 +45,20 @@ impl App {
     /// decoded; the selected record as JSON in the inspector; the observation record in
     /// the graph.
     pub(super) fn yank(&mut self, as_text: bool) {
-        let payload = match self.focus {
-            Pane::List => self
+        let payload = match self.focus.spec().items {
+            Items::Rollouts => self
                 .list
                 .selected_rollout()
                 .map(|i| ("rollout id", self.rollouts[i].rollout_id().to_owned())),
-            Pane::Tree => self.selected_call_id().map(|id| ("call id", id)),
-            Pane::Tokens => self.yank_tokens(as_text),
-            Pane::Inspector => self
+            Items::Tree => self.selected_call_id().map(|id| ("call id", id)),
+            Items::Tokens => self.yank_tokens(as_text),
+            Items::Text => self
                 .selected_record_json()
                 .map(|json| ("record JSON", json)),
-            Pane::Gaps => self.view.as_ref().and_then(|view| {
-                let gap = view.gaps.get(view.gap_list.selected())?;
-                Some(match &gap.call {
-                    Some(call) if !as_text => ("call id", call.clone()),
-                    call => (
-                        "gap",
-                        format!("{} {}", call.as_deref().unwrap_or("-"), gap.fact),
-                    ),
-                })
-            }),
-            Pane::Graph => self.view.as_ref().and_then(|view| {
-                let line = view.graph.get(view.graph_list.selected())?;
-                match (&line.call, &line.raw) {
-                    (Some(call), _) if !as_text => Some(("call id", call.clone())),
-                    (_, Some(raw)) => Some(("observation JSON", raw.to_string())),
-                    (Some(call), None) => Some(("call id", call.clone())),
-                    (None, None) => None,
-                }
-            }),
+            Items::Rows(rows) => self
+                .view
+                .as_ref()
+                .and_then(|view| (rows.yank)(view, (rows.list)(view).selected(), as_text)),
         };
         self.message = Some(match payload {
             None => Notice::NothingToYank,

@@ -10,9 +10,12 @@ use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 
 use super::fit::{Part, fit};
-use super::keys::{BINDINGS, Scope};
+use super::keys::{BINDINGS, key_for};
 use super::{Theme, strings};
-use crate::app::{Action, App, Mode, Pane};
+use strum::IntoEnumIterator;
+
+use crate::app::pane::{Enter, KeyScope};
+use crate::app::{Action, App, Mode, Tab};
 use tokscope_core::text::{count, sanitize, thousands};
 
 fn separator(theme: Theme) -> Span<'static> {
@@ -329,7 +332,7 @@ pub(crate) fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect
                 sanitize(&strings::notice(notice)).into_owned(),
                 theme.heading(),
             )],
-            None => hints(app.focus)
+            None => hints(app)
                 .into_iter()
                 .map(|(rank, hint)| Part::text(rank, hint, theme.dim()))
                 .collect(),
@@ -339,27 +342,27 @@ pub(crate) fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect
     frame.render_widget(Paragraph::new(line), area);
 }
 
-/// Key hints for the focused pane, from the binding list, ranked: help and quit always stay,
-/// then moving between panes, then the pane's own keys in the list's order.
-pub(crate) fn hints(focus: Pane) -> Vec<(u8, String)> {
-    let scope = match focus {
-        Pane::List => Scope::List,
-        Pane::Tree => Scope::Tree,
-        Pane::Tokens => Scope::Tokens,
-        _ => Scope::Global,
+/// Key hints for the focused pane, from its spec and the keys in force (the user's
+/// included), ranked: help and quit always stay, then moving between panes, then the pane's
+/// own keys in the list's order.
+pub(crate) fn hints(app: &App) -> Vec<(u8, String)> {
+    let focus = app.focus;
+    let spec = focus.spec();
+    let hint = |b: &super::keys::Binding| {
+        key_for(app, b.action).map(|key| format!("{key} {}", short_help(b.action, b.help)))
     };
-    let hint = |b: &super::keys::Binding| format!("{} {}", b.keys[0], short_help(b.action, b.help));
     let mut hints: Vec<(u8, String)> = BINDINGS
         .iter()
-        .filter(|b| b.scope == scope && scope != Scope::Global)
+        .filter(|b| b.scope == spec.scope && spec.scope != KeyScope::Global)
+        .filter_map(hint)
         .enumerate()
-        .map(|(i, b)| (4 + i.min(200) as u8, hint(b)))
+        .map(|(i, hint)| (4 + i.min(200) as u8, hint))
         .collect();
-    let enter = match focus {
-        Pane::List => Some("open"),
-        Pane::Tree => Some("divergence"),
-        Pane::Gaps | Pane::Graph => Some("go to the call"),
-        Pane::Tokens | Pane::Inspector => None,
+    let enter = match spec.enter {
+        Enter::Open => Some(strings::ENTER_OPEN),
+        Enter::Divergence => Some(strings::ENTER_DIVERGENCE),
+        Enter::GoToCall => Some(strings::ENTER_GO_TO_CALL),
+        Enter::Nothing => None,
     };
     hints.extend(enter.map(|what| (2, format!("Enter {what}"))));
     const ALWAYS: [(Action, u8); 6] = [
@@ -370,18 +373,22 @@ pub(crate) fn hints(focus: Pane) -> Vec<(u8, String)> {
         (Action::Help, 0),
         (Action::Quit, 0),
     ];
-    // In the tree, Enter already is the divergence.
+    // Where Enter already is the divergence, `d` is not repeated.
     let always = ALWAYS
         .iter()
-        .filter(|(action, _)| !(focus == Pane::Tree && *action == Action::Divergence));
+        .filter(|(action, _)| !(spec.enter == Enter::Divergence && *action == Action::Divergence));
     hints.extend(always.filter_map(|(action, rank)| {
         BINDINGS
             .iter()
             .find(|b| b.action == *action)
-            .map(|b| (*rank, hint(b)))
+            .and_then(hint)
+            .map(|hint| (*rank, hint))
     }));
-    if matches!(focus, Pane::Inspector | Pane::Gaps | Pane::Graph) {
-        hints.insert(0, (2, "i/p/o tabs".to_owned()));
+    if focus.is_tab() {
+        let keys: Vec<String> = Tab::iter()
+            .filter_map(|tab| key_for(app, Action::ShowTab(tab)))
+            .collect();
+        hints.insert(0, (2, format!("{} {}", keys.join("/"), strings::TABS)));
     }
     hints
 }

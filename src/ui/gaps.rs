@@ -30,7 +30,7 @@ fn label(kind: GapKind) -> &'static str {
 /// Draw the gaps of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let Some(view) = &app.view else {
-        let block = detail_block(strings::TITLE_GAPS.into(), app, theme);
+        let block = detail_block(crate::app::Pane::Gaps.spec().title.into(), app, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
@@ -39,7 +39,11 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         .map(|a| a.rollout_id().to_owned())
         .unwrap_or_default();
     let block = detail_block(
-        format!("{} ({})", strings::TITLE_GAPS, view.gaps.len()),
+        format!(
+            "{} ({})",
+            crate::app::Pane::Gaps.spec().title,
+            view.gaps.len()
+        ),
         app,
         theme,
     );

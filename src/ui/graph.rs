@@ -14,12 +14,16 @@ use tokscope_core::text::sanitize;
 /// Draw the graph of the open rollout.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let Some(view) = &app.view else {
-        let block = detail_block(strings::TITLE_GRAPH.into(), app, theme);
+        let block = detail_block(crate::app::Pane::Graph.spec().title.into(), app, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let block = detail_block(
-        format!("{} ({})", strings::TAB_GRAPH, view.graph.len()),
+        format!(
+            "{} ({})",
+            crate::app::Tab::Graph.spec().label,
+            view.graph.len()
+        ),
         app,
         theme,
     );

@@ -6,9 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::keys::{BINDINGS, Scope};
+use super::keys::BINDINGS;
 use super::{Theme, pane_block, strings};
 use crate::app::App;
+use crate::app::pane::KeyScope;
 
 /// Width of the keys column.
 const KEYS: usize = 13;
@@ -19,7 +20,7 @@ const COLUMN: usize = 56;
 type Section = (&'static str, Vec<(String, &'static str)>);
 
 fn sections(app: &App) -> Vec<Section> {
-    let bindings = |scope: Scope| {
+    let bindings = |scope: KeyScope| {
         BINDINGS
             .iter()
             .filter(|b| b.scope == scope)
@@ -27,11 +28,11 @@ fn sections(app: &App) -> Vec<Section> {
             .collect::<Vec<_>>()
     };
     let mut all = vec![
-        ("everywhere", bindings(Scope::Global)),
-        ("rollout list", bindings(Scope::List)),
-        ("chain tree", bindings(Scope::Tree)),
-        ("tokens", bindings(Scope::Tokens)),
-        ("live and replay", bindings(Scope::Live)),
+        ("everywhere", bindings(KeyScope::Global)),
+        ("rollout list", bindings(KeyScope::List)),
+        ("chain tree", bindings(KeyScope::Tree)),
+        ("tokens", bindings(KeyScope::Tokens)),
+        ("live and replay", bindings(KeyScope::Live)),
         (
             "mouse",
             strings::HELP_MOUSE

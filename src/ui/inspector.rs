@@ -20,7 +20,7 @@ pub(crate) fn draw(
     theme: Theme,
     area: Rect,
 ) -> (usize, Option<Vec<usize>>) {
-    let block = detail_block(strings::TITLE_INSPECTOR.into(), app, theme);
+    let block = detail_block(crate::app::Pane::Inspector.spec().title.into(), app, theme);
     let mut content = lines(app, theme);
     let matches = app
         .search

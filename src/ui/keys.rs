@@ -3,88 +3,126 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::app::{Action, App, Message, Mode, TextKey};
+use std::sync::LazyLock;
+
+use strum::IntoEnumIterator;
+
+use crate::app::pane::KeyScope;
+use crate::app::{Action, App, Message, Mode, Tab, TextKey};
 
 /// Where a binding applies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// Everywhere.
-    Global,
-    /// Rollout list.
-    List,
-    /// Chain tree.
-    Tree,
-    /// Token provenance.
-    Tokens,
-    /// Live monitoring and replay.
-    Live,
-}
-
-/// One binding.
+#[derive(Clone)]
 pub(crate) struct Binding {
     /// Keys shown in help, first is the main one.
     pub keys: &'static [&'static str],
     /// The action.
     pub action: Action,
     /// Where it applies.
-    pub scope: Scope,
+    pub scope: KeyScope,
     /// What it does.
     pub help: &'static str,
 }
 
 /// The single list of bindings (one per line, as a table).
 #[rustfmt::skip]
-pub(crate) const BINDINGS: &[Binding] = &[
-    Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: Scope::Global, help: "quit" },
-    Binding { keys: &["?"], action: Action::Help, scope: Scope::Global, help: "show / hide this help" },
-    Binding { keys: &["Esc"], action: Action::Dismiss, scope: Scope::Global, help: "close help · clear the message and the divergence" },
-    Binding { keys: &["Tab"], action: Action::NextPane, scope: Scope::Global, help: "next pane" },
-    Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: Scope::Global, help: "previous pane" },
-    Binding { keys: &["i"], action: Action::ShowInspector, scope: Scope::Global, help: "inspector tab (bottom right)" },
-    Binding { keys: &["p"], action: Action::ShowGaps, scope: Scope::Global, help: "gaps tab: what was not observed or joined" },
-    Binding { keys: &["o"], action: Action::ShowGraph, scope: Scope::Global, help: "observation graph tab" },
-    Binding { keys: &["f"], action: Action::Zoom, scope: Scope::Global, help: "zoom: the focused pane full screen / back" },
-    Binding { keys: &["k", "↑"], action: Action::Up, scope: Scope::Global, help: "up" },
-    Binding { keys: &["j", "↓"], action: Action::Down, scope: Scope::Global, help: "down" },
-    Binding { keys: &["h", "←"], action: Action::Left, scope: Scope::Tokens, help: "previous token" },
-    Binding { keys: &["l", "→"], action: Action::Right, scope: Scope::Tokens, help: "next token" },
-    Binding { keys: &["PgUp", "Ctrl-U"], action: Action::PageUp, scope: Scope::Global, help: "page up" },
-    Binding { keys: &["PgDn", "Ctrl-D"], action: Action::PageDown, scope: Scope::Global, help: "page down" },
-    Binding { keys: &["g", "Home"], action: Action::Top, scope: Scope::Global, help: "first" },
-    Binding { keys: &["G", "End"], action: Action::Bottom, scope: Scope::Global, help: "last" },
-    Binding { keys: &["Enter"], action: Action::Enter, scope: Scope::Global, help: "list: open · tree: divergence · gaps, graph: go to the call" },
-    Binding { keys: &["z"], action: Action::ToggleCollapse, scope: Scope::Tree, help: "collapse / expand subtree" },
-    Binding { keys: &["/"], action: Action::Filter, scope: Scope::Global, help: "search the focused pane (the list: filter it)" },
-    Binding { keys: &["y"], action: Action::Yank, scope: Scope::Global, help: "yank (OSC 52): rollout id, full call id, token ids, record JSON" },
-    Binding { keys: &["Y"], action: Action::YankText, scope: Scope::Global, help: "yank as text: decoded tokens, gap, observation JSON" },
-    Binding { keys: &["n"], action: Action::SearchNext, scope: Scope::Global, help: "next match" },
-    Binding { keys: &["N"], action: Action::SearchPrev, scope: Scope::Global, help: "previous match" },
-    Binding { keys: &["m"], action: Action::MaskedOnly, scope: Scope::List, help: "masked only" },
-    Binding { keys: &["r"], action: Action::CycleReason, scope: Scope::List, help: "cycle mask reason filter" },
-    Binding { keys: &["s"], action: Action::SortNext, scope: Scope::List, help: "sort by next column" },
-    Binding { keys: &["S"], action: Action::SortReverse, scope: Scope::List, help: "reverse sort" },
-    Binding { keys: &["]"], action: Action::NextBoundary, scope: Scope::Tokens, help: "next call boundary" },
-    Binding { keys: &["["], action: Action::PrevBoundary, scope: Scope::Tokens, help: "previous call boundary" },
-    Binding { keys: &[">"], action: Action::NextLowProb, scope: Scope::Tokens, help: "next low-probability token" },
-    Binding { keys: &["<"], action: Action::PrevLowProb, scope: Scope::Tokens, help: "previous low-probability token" },
-    Binding { keys: &["v"], action: Action::Mark, scope: Scope::Tokens, help: "mark: start a token range to yank (again: clear)" },
-    Binding { keys: &["c"], action: Action::CycleChain, scope: Scope::Tokens, help: "show next chain" },
-    Binding { keys: &["T"], action: Action::ToggleText, scope: Scope::Tokens, help: "ids → decoded cells → flowing text (with a tokenizer)" },
-    Binding { keys: &["d"], action: Action::Divergence, scope: Scope::Global, help: "divergence of the selected call (tokens: the call under the cursor; gaps: the gap's)" },
-    Binding { keys: &["t"], action: Action::PinTerminal, scope: Scope::Global, help: "what-if: pin selected call as terminal" },
-    Binding { keys: &["a"], action: Action::ToggleAttributed, scope: Scope::Global, help: "what-if: toggle mask_incomplete_when_attributed" },
-    Binding { keys: &["x"], action: Action::ClearWhatIf, scope: Scope::Global, help: "clear what-if" },
-    Binding { keys: &["e"], action: Action::ExportReport, scope: Scope::Global, help: "export report JSON" },
-    Binding { keys: &["E"], action: Action::ExportResponse, scope: Scope::Global, help: "export rebuilt response JSON" },
-    Binding { keys: &["Space"], action: Action::Pause, scope: Scope::Live, help: "live: pause / resume · replay: play / pause" },
-    Binding { keys: &["R"], action: Action::ToggleReplay, scope: Scope::Live, help: "replay on / off" },
-    Binding { keys: &[","], action: Action::StepBack, scope: Scope::Live, help: "replay: one call back" },
-    Binding { keys: &["."], action: Action::StepForward, scope: Scope::Live, help: "replay: one call forward" },
-    Binding { keys: &["1"], action: Action::Speed1, scope: Scope::Live, help: "replay: play at 1×" },
-    Binding { keys: &["2"], action: Action::Speed10, scope: Scope::Live, help: "replay: play at 10×" },
-    Binding { keys: &["3"], action: Action::Speed100, scope: Scope::Live, help: "replay: play at 100×" },
-    Binding { keys: &[":"], action: Action::Command, scope: Scope::Global, help: "command: :rollout ID :call ID :pos N :chain N (replay: :N :+s)" },
+const FIRST: &[Binding] = &[
+    Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: KeyScope::Global, help: "quit" },
+    Binding { keys: &["?"], action: Action::Help, scope: KeyScope::Global, help: "show / hide this help" },
+    Binding { keys: &["Esc"], action: Action::Dismiss, scope: KeyScope::Global, help: "close help · clear the message and the divergence" },
+    Binding { keys: &["Tab"], action: Action::NextPane, scope: KeyScope::Global, help: "next pane" },
+    Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: KeyScope::Global, help: "previous pane" },
 ];
+
+/// The bindings after the tabs' (which come from each tab's spec).
+#[rustfmt::skip]
+const AFTER_TABS: &[Binding] = &[
+    Binding { keys: &["f"], action: Action::Zoom, scope: KeyScope::Global, help: "zoom: the focused pane full screen / back" },
+    Binding { keys: &["k", "↑"], action: Action::Up, scope: KeyScope::Global, help: "up" },
+    Binding { keys: &["j", "↓"], action: Action::Down, scope: KeyScope::Global, help: "down" },
+    Binding { keys: &["h", "←"], action: Action::Left, scope: KeyScope::Tokens, help: "previous token" },
+    Binding { keys: &["l", "→"], action: Action::Right, scope: KeyScope::Tokens, help: "next token" },
+    Binding { keys: &["PgUp", "Ctrl-U"], action: Action::PageUp, scope: KeyScope::Global, help: "page up" },
+    Binding { keys: &["PgDn", "Ctrl-D"], action: Action::PageDown, scope: KeyScope::Global, help: "page down" },
+    Binding { keys: &["g", "Home"], action: Action::Top, scope: KeyScope::Global, help: "first" },
+    Binding { keys: &["G", "End"], action: Action::Bottom, scope: KeyScope::Global, help: "last" },
+    Binding { keys: &["Enter"], action: Action::Enter, scope: KeyScope::Global, help: "list: open · tree: divergence · gaps, graph: go to the call" },
+    Binding { keys: &["z"], action: Action::ToggleCollapse, scope: KeyScope::Tree, help: "collapse / expand subtree" },
+    Binding { keys: &["/"], action: Action::Filter, scope: KeyScope::Global, help: "search the focused pane (the list: filter it)" },
+    Binding { keys: &["y"], action: Action::Yank, scope: KeyScope::Global, help: "yank (OSC 52): rollout id, full call id, token ids, record JSON" },
+    Binding { keys: &["Y"], action: Action::YankText, scope: KeyScope::Global, help: "yank as text: decoded tokens, gap, observation JSON" },
+    Binding { keys: &["n"], action: Action::SearchNext, scope: KeyScope::Global, help: "next match" },
+    Binding { keys: &["N"], action: Action::SearchPrev, scope: KeyScope::Global, help: "previous match" },
+    Binding { keys: &["m"], action: Action::MaskedOnly, scope: KeyScope::List, help: "masked only" },
+    Binding { keys: &["r"], action: Action::CycleReason, scope: KeyScope::List, help: "cycle mask reason filter" },
+    Binding { keys: &["s"], action: Action::SortNext, scope: KeyScope::List, help: "sort by next column" },
+    Binding { keys: &["S"], action: Action::SortReverse, scope: KeyScope::List, help: "reverse sort" },
+    Binding { keys: &["]"], action: Action::NextBoundary, scope: KeyScope::Tokens, help: "next call boundary" },
+    Binding { keys: &["["], action: Action::PrevBoundary, scope: KeyScope::Tokens, help: "previous call boundary" },
+    Binding { keys: &[">"], action: Action::NextLowProb, scope: KeyScope::Tokens, help: "next low-probability token" },
+    Binding { keys: &["<"], action: Action::PrevLowProb, scope: KeyScope::Tokens, help: "previous low-probability token" },
+    Binding { keys: &["v"], action: Action::Mark, scope: KeyScope::Tokens, help: "mark: start a token range to yank (again: clear)" },
+    Binding { keys: &["c"], action: Action::CycleChain, scope: KeyScope::Tokens, help: "show next chain" },
+    Binding { keys: &["T"], action: Action::ToggleText, scope: KeyScope::Tokens, help: "ids → decoded cells → flowing text (with a tokenizer)" },
+    Binding { keys: &["d"], action: Action::Divergence, scope: KeyScope::Global, help: "divergence of the selected call (tokens: the call under the cursor; gaps: the gap's)" },
+    Binding { keys: &["t"], action: Action::PinTerminal, scope: KeyScope::Global, help: "what-if: pin selected call as terminal" },
+    Binding { keys: &["a"], action: Action::ToggleAttributed, scope: KeyScope::Global, help: "what-if: toggle mask_incomplete_when_attributed" },
+    Binding { keys: &["x"], action: Action::ClearWhatIf, scope: KeyScope::Global, help: "clear what-if" },
+    Binding { keys: &["e"], action: Action::ExportReport, scope: KeyScope::Global, help: "export report JSON" },
+    Binding { keys: &["E"], action: Action::ExportResponse, scope: KeyScope::Global, help: "export rebuilt response JSON" },
+    Binding { keys: &["Space"], action: Action::Pause, scope: KeyScope::Live, help: "live: pause / resume · replay: play / pause" },
+    Binding { keys: &["R"], action: Action::ToggleReplay, scope: KeyScope::Live, help: "replay on / off" },
+    Binding { keys: &[","], action: Action::StepBack, scope: KeyScope::Live, help: "replay: one call back" },
+    Binding { keys: &["."], action: Action::StepForward, scope: KeyScope::Live, help: "replay: one call forward" },
+    Binding { keys: &["1"], action: Action::Speed1, scope: KeyScope::Live, help: "replay: play at 1×" },
+    Binding { keys: &["2"], action: Action::Speed10, scope: KeyScope::Live, help: "replay: play at 10×" },
+    Binding { keys: &["3"], action: Action::Speed100, scope: KeyScope::Live, help: "replay: play at 100×" },
+    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N (replay: :N :+s)" },
+];
+
+/// Every built-in binding, in the help's order: the first global keys, one for each tab
+/// (from its spec), then the rest.
+pub(crate) static BINDINGS: LazyLock<Vec<Binding>> = LazyLock::new(|| {
+    let tabs = Tab::iter().map(|tab| {
+        let spec = tab.spec();
+        Binding {
+            keys: std::slice::from_ref(&spec.key),
+            action: Action::ShowTab(tab),
+            scope: KeyScope::Global,
+            help: spec.help,
+        }
+    });
+    FIRST
+        .iter()
+        .map(Binding::clone)
+        .chain(tabs)
+        .chain(AFTER_TABS.iter().map(Binding::clone))
+        .collect()
+});
+
+/// The keys in force for `action`: the user's (from the configuration) first, then the
+/// built-in keys the user did not take for another action.
+pub(crate) fn keys_for(app: &App, action: Action) -> Vec<String> {
+    let mut keys: Vec<String> = app
+        .keys
+        .iter()
+        .filter(|(_, a)| *a == action)
+        .map(|(key, _)| key.clone())
+        .collect();
+    let taken = |key: &str| app.keys.iter().any(|(k, a)| k == key && *a != action);
+    for binding in BINDINGS.iter().filter(|b| b.action == action) {
+        for key in binding.keys {
+            if !taken(key) && !keys.iter().any(|k| k == key) {
+                keys.push((*key).to_owned());
+            }
+        }
+    }
+    keys
+}
+
+/// The first key in force for `action` (none when the user took every one).
+pub(crate) fn key_for(app: &App, action: Action) -> Option<String> {
+    keys_for(app, action).into_iter().next()
+}
 
 /// The name of a key event as the binding list and the configuration write it (`q`,
 /// `Ctrl-C`, `Space`, `PgUp`…), if it is one the explorer knows.
@@ -211,82 +249,42 @@ mod tests {
 
     #[test]
     fn every_action_has_a_key() {
-        use Action::*;
-        // Exhaustive on purpose: a new action without a key fails to compile here.
-        let check = |action: Action| match action {
-            Dismiss | Quit | Help | NextPane | PrevPane | Up | Down | Left | Right | PageUp
-            | PageDown | Top | Bottom | Enter | ToggleCollapse | Filter | MaskedOnly
-            | CycleReason | SortNext | SortReverse | NextBoundary | PrevBoundary | NextLowProb
-            | PrevLowProb | CycleChain | ToggleText | Divergence | PinTerminal
-            | ToggleAttributed | ClearWhatIf | ExportReport | ExportResponse | Pause
-            | ToggleReplay | StepBack | StepForward | Speed1 | Speed10 | Speed100 | Command
-            | ShowInspector | ShowGaps | ShowGraph | Zoom | SearchNext | SearchPrev | Yank
-            | YankText | Mark => BINDINGS.iter().any(|b| b.action == action),
-        };
-        for action in [
-            Dismiss,
-            Quit,
-            Help,
-            NextPane,
-            PrevPane,
-            Up,
-            Down,
-            Left,
-            Right,
-            PageUp,
-            PageDown,
-            Top,
-            Bottom,
-            Enter,
-            ToggleCollapse,
-            Filter,
-            MaskedOnly,
-            CycleReason,
-            SortNext,
-            SortReverse,
-            NextBoundary,
-            PrevBoundary,
-            NextLowProb,
-            PrevLowProb,
-            CycleChain,
-            ToggleText,
-            Divergence,
-            PinTerminal,
-            ToggleAttributed,
-            ClearWhatIf,
-            ExportReport,
-            ExportResponse,
-            Pause,
-            ToggleReplay,
-            StepBack,
-            StepForward,
-            Speed1,
-            Speed10,
-            Speed100,
-            Command,
-            ShowInspector,
-            ShowGaps,
-            ShowGraph,
-            Zoom,
-            SearchNext,
-            SearchPrev,
-            Yank,
-            YankText,
-            Mark,
-        ] {
-            assert!(check(action), "{action:?} has no key");
+        // `Action::all` is derived from the enum: a new action without a key fails here.
+        let all: Vec<Action> = Action::all().collect();
+        for action in &all {
             assert!(
-                Action::ALL.contains(&action),
-                "{action:?} missing from Action::ALL"
+                BINDINGS.iter().any(|b| b.action == *action),
+                "{action:?} has no key"
             );
         }
-        assert_eq!(Action::ALL.len(), 49);
+        let unique: std::collections::HashSet<&Action> = all.iter().collect();
+        assert_eq!(unique.len(), all.len(), "each action once");
+        for tab in Tab::iter() {
+            assert!(
+                all.contains(&Action::ShowTab(tab)),
+                "{tab:?} has its action"
+            );
+        }
+        assert!(all.contains(&Action::Quit) && all.contains(&Action::Zoom));
+    }
+
+    #[test]
+    fn keys_in_force_put_the_users_first_and_drop_what_they_took() {
+        let analyses = tokscope_testkit::demo_analyses();
+        let viewport = crate::app::Viewport::default();
+        let mut app = App::new(Vec::new(), analyses, Default::default(), viewport);
+        assert_eq!(keys_for(&app, Action::Quit), ["q", "Ctrl-C"]);
+        // The README's own example: zoom on `q`.
+        app.keys = vec![("q".to_owned(), Action::Zoom)];
+        assert_eq!(keys_for(&app, Action::Quit), ["Ctrl-C"]);
+        assert_eq!(keys_for(&app, Action::Zoom), ["q", "f"]);
+        assert_eq!(key_for(&app, Action::Quit).as_deref(), Some("Ctrl-C"));
     }
 
     #[test]
     fn no_key_is_bound_twice() {
         let mut seen = std::collections::HashSet::new();
-        for binding in BINDINGS {
+        for binding in BINDINGS.iter() {
             for key in binding.keys {
                 assert!(seen.insert(*key), "{key} bound twice");
             }

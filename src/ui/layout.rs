@@ -2,6 +2,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 
+use crate::app::pane::Place;
 use crate::app::{Pane, Viewport};
 
 /// The rectangles of every pane for a terminal size.
@@ -53,11 +54,11 @@ pub fn areas_for(area: Rect, zoom: Option<Pane>) -> Areas {
         status: normal.status,
         ..Areas::default()
     };
-    match pane {
-        Pane::List => zoomed.list = body,
-        Pane::Tree => zoomed.tree = body,
-        Pane::Tokens => zoomed.tokens = body,
-        Pane::Inspector | Pane::Gaps | Pane::Graph => zoomed.detail = body,
+    match pane.spec().place {
+        Place::List => zoomed.list = body,
+        Place::Tree => zoomed.tree = body,
+        Place::Tokens => zoomed.tokens = body,
+        Place::Detail(_) => zoomed.detail = body,
     }
     zoomed
 }

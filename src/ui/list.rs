@@ -49,7 +49,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let list = &app.list;
     let mut title = format!(
         "{} {}/{} · sort {}{}",
-        strings::TITLE_LIST,
+        crate::app::Pane::List.spec().title,
         list.rows.len(),
         app.rollouts.len(),
         sort_name(list.sort),

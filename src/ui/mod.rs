@@ -17,10 +17,13 @@ pub mod tokens;
 pub mod tree;
 
 use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders};
 
-use crate::app::{App, Pane};
+use strum::IntoEnumIterator;
+
+use crate::app::{App, Tab};
 pub use theme::Theme;
 use tokscope_core::text::sanitize;
 
@@ -78,21 +81,26 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
         tokens::draw(frame, app, theme, areas.tokens);
     }
     if shown(areas.detail) {
-        match app.detail {
-            Pane::Gaps => gaps::draw(frame, app, theme, areas.detail),
-            Pane::Graph => graph::draw(frame, app, theme, areas.detail),
-            _ => {
-                let (lines, matches) = inspector::draw(frame, app, theme, areas.detail);
-                drawn.inspector_lines = Some(lines);
-                drawn.inspector_matches = matches;
-            }
-        }
+        draw_tab(frame, app, theme, areas.detail, &mut drawn);
     }
     bars::draw_status(frame, app, theme, areas.status);
     if app.show_help {
         drawn.help = Some(help::draw(frame, app, theme));
     }
     drawn
+}
+
+/// Draw the tab shown in the bottom-right place (what drawing measured goes into `drawn`).
+fn draw_tab(frame: &mut Frame, app: &App, theme: Theme, area: Rect, drawn: &mut Drawn) {
+    match app.detail {
+        Tab::Inspector => {
+            let (lines, matches) = inspector::draw(frame, app, theme, area);
+            drawn.inspector_lines = Some(lines);
+            drawn.inspector_matches = matches;
+        }
+        Tab::Gaps => gaps::draw(frame, app, theme, area),
+        Tab::Graph => graph::draw(frame, app, theme, area),
+    }
 }
 
 /// A bordered block titled for a pane, highlighted when focused.
@@ -128,26 +136,14 @@ pub(crate) fn fit_title(title: &str, area: ratatui::layout::Rect) -> String {
 /// The bottom-right pane's block, titled with the tab strip of the three panes that share
 /// the place: each with its key, the shown one highlighted and titled `title`.
 pub(crate) fn detail_block(title: String, app: &App, theme: Theme) -> Block<'static> {
-    use crate::app::Action;
-    let focused = matches!(app.focus, Pane::Inspector | Pane::Gaps | Pane::Graph);
+    let focused = app.focus.is_tab();
     let mut tabs = vec![Span::styled(" ", theme.border(focused))];
-    for (pane, action, name) in [
-        (
-            Pane::Inspector,
-            Action::ShowInspector,
-            strings::TITLE_INSPECTOR,
-        ),
-        (Pane::Gaps, Action::ShowGaps, strings::TITLE_GAPS),
-        (Pane::Graph, Action::ShowGraph, strings::TAB_GRAPH),
-    ] {
-        let key = keys::BINDINGS
-            .iter()
-            .find(|b| b.action == action)
-            .map_or("", |b| b.keys[0]);
-        let (text, style) = if pane == app.detail {
+    for tab in Tab::iter() {
+        let key = keys::key_for(app, crate::app::Action::ShowTab(tab)).unwrap_or_default();
+        let (text, style) = if tab == app.detail {
             (title.clone(), theme.border(focused).patch(theme.selected()))
         } else {
-            (name.to_owned(), theme.dim())
+            (tab.spec().label.to_owned(), theme.dim())
         };
         tabs.push(Span::styled(format!("{key} {text}"), style));
         tabs.push(Span::styled(" │ ", theme.border(focused)));

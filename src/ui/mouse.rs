@@ -18,7 +18,7 @@ pub fn message_for(app: &App, mouse: MouseEvent) -> Option<Message> {
         (areas.list, Pane::List),
         (areas.tree, Pane::Tree),
         (areas.tokens, Pane::Tokens),
-        (areas.detail, app.detail),
+        (areas.detail, app.detail.pane()),
     ]
     .into_iter()
     .find(|(rect, _)| rect.contains(at))?;

@@ -4,16 +4,6 @@ use crate::app::{ExportKind, Notice, WhatIfChange};
 
 /// Program name in the header.
 pub(crate) const APP: &str = "tokscope";
-/// Pane titles.
-pub(crate) const TITLE_LIST: &str = "rollouts";
-/// Pane title.
-pub(crate) const TITLE_TREE: &str = "chain tree";
-/// Pane title.
-pub(crate) const TITLE_TOKENS: &str = "tokens";
-/// Pane title.
-pub(crate) const TITLE_INSPECTOR: &str = "inspector";
-/// Pane title.
-pub(crate) const TITLE_GAPS: &str = "gaps";
 /// Help title.
 pub(crate) const TITLE_HELP: &str = "keys — any key closes";
 /// The help's title when it has more lines than rows.
@@ -86,10 +76,6 @@ pub(crate) const NO_BUILD: &str =
     "no build: the records could not be read (see the inspector and gaps)";
 /// No chain to show.
 pub(crate) const NO_CHAIN: &str = "no chain to show";
-/// Graph pane title.
-pub(crate) const TITLE_GRAPH: &str = "observation graph";
-/// The graph's name in the bottom-right tab strip.
-pub(crate) const TAB_GRAPH: &str = "graph";
 /// No rollout row.
 pub(crate) const NO_OBSERVATIONS: &str =
     "no rollout row for this rollout: pass --rollouts PATH (rows files in the store are found)";
@@ -206,18 +192,19 @@ pub(crate) fn what_if_change(change: &WhatIfChange) -> String {
     }
 }
 
-/// A pane's name, as its title reads.
+/// A pane's name, as its title (a tab: its label) reads.
 pub(crate) fn pane_name(pane: crate::app::Pane) -> &'static str {
-    use crate::app::Pane;
-    match pane {
-        Pane::List => "rollouts",
-        Pane::Tree => TITLE_TREE,
-        Pane::Tokens => TITLE_TOKENS,
-        Pane::Inspector => TITLE_INSPECTOR,
-        Pane::Gaps => TITLE_GAPS,
-        Pane::Graph => TAB_GRAPH,
-    }
+    pane.tab().map_or(pane.spec().title, |tab| tab.spec().label)
 }
+
+/// What Enter does, in the status bar's hints.
+pub(crate) const ENTER_OPEN: &str = "open";
+/// What Enter does in the tree.
+pub(crate) const ENTER_DIVERGENCE: &str = "divergence";
+/// What Enter does on a row that names a call.
+pub(crate) const ENTER_GO_TO_CALL: &str = "go to the call";
+/// The hint of the tab keys.
+pub(crate) const TABS: &str = "tabs";
 
 /// The token pane's hint when no tokenizer decodes the ids.
 pub(crate) const HINT_NO_TOKENIZER: &str =

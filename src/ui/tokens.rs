@@ -49,14 +49,14 @@ fn cell(token: tokscope_core::store::TokenValue) -> String {
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tokens;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
-        let block = pane_block(strings::TITLE_TOKENS.into(), focused, theme);
+        let block = pane_block(crate::app::Pane::Tokens.spec().title.into(), focused, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let (Some(build), Some(chain), Some(provenance)) =
         (&analysis.build, view.tokens.chain, &view.tokens.provenance)
     else {
-        let block = pane_block(strings::TITLE_TOKENS.into(), focused, theme);
+        let block = pane_block(crate::app::Pane::Tokens.spec().title.into(), focused, theme);
         frame.render_widget(Paragraph::new(strings::NO_CHAIN).block(block), area);
         return;
     };
@@ -66,7 +66,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let total = provenance.tokens.len();
     let title = format!(
         "{} · {} ({} of {}) · {} · {}",
-        strings::TITLE_TOKENS,
+        crate::app::Pane::Tokens.spec().title,
         chain.chain_id,
         view.tokens.chain.map_or(0, |c| c + 1),
         build.chains.len(),

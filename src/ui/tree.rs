@@ -16,14 +16,18 @@ use tokscope_core::store::ParentResolution;
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tree;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
-        let block = pane_block(strings::TITLE_TREE.into(), focused, theme);
+        let block = pane_block(crate::app::Pane::Tree.spec().title.into(), focused, theme);
         frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
         return;
     };
     let rid = analysis.rollout_id();
     let Some(build) = &analysis.build else {
         let block = pane_block(
-            format!("{} · {}", strings::TITLE_TREE, short_call(rid, "")),
+            format!(
+                "{} · {}",
+                crate::app::Pane::Tree.spec().title,
+                short_call(rid, "")
+            ),
             focused,
             theme,
         );
@@ -33,7 +37,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let records = &analysis.capture.records;
     let title = format!(
         "{} · {} · {} · {}{}",
-        strings::TITLE_TREE,
+        crate::app::Pane::Tree.spec().title,
         tokscope_core::text::count(build.nodes.len(), "call", "calls"),
         tokscope_core::text::count(build.notes.roots, "root", "roots"),
         tokscope_core::text::count(build.chains.len(), "chain", "chains"),

@@ -47,7 +47,8 @@ const FRONT: Crate = Crate {
         ("app", 0),
         ("ui", 1),
         ("term", 2),
-        ("config", 2), // the user's file and state: themes, keys, what to restore
+        ("config", 2),   // the user's file and state: themes, keys, what to restore
+        ("commands", 3), // the binary's commands (beside `main.rs` and `cli.rs`)
     ],
 };
 

@@ -8,7 +8,7 @@ use crate::common::{key, keys, screen};
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use tokscope::app::{App, Notice, Pane};
+use tokscope::app::{App, Notice, Pane, Tab};
 use tokscope_core::verdict::VerdictOptions;
 
 fn app(store: &str) -> App {
@@ -346,7 +346,7 @@ fn divergence_from_the_token_pane_and_from_a_gap() {
         }
         keys(&mut app, "d");
         assert_eq!(Some(selected_call(&app)), gaps[at].call.clone());
-        assert_eq!(app.detail, Pane::Inspector);
+        assert_eq!(app.detail, Tab::Inspector);
     }
     // A rollout without a build: d says why there is nothing to compare.
     let mut app = fixture();

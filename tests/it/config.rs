@@ -8,8 +8,8 @@ use crate::common::{key, keys};
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use tokscope::app::{App, Message, Pane, TokenText};
-use tokscope::config::{Config, Remembered, remembered, restore};
+use tokscope::app::{App, Message, Pane, Remembered, Tab, TokenText};
+use tokscope::config::Config;
 use tokscope_core::verdict::VerdictOptions;
 
 const STORE: &str = "tests/fixtures/conformance/store-1-0";
@@ -67,8 +67,8 @@ fn the_last_session_is_restored_once_its_rollout_is_listed() {
         tab: Some("graph".into()),
         tokens: Some("prose".into()),
     };
-    restore(&mut app, &what);
-    assert_eq!(app.detail, Pane::Graph);
+    app.restore(&what);
+    assert_eq!(app.detail, Tab::Graph);
     assert_eq!(app.token_text, TokenText::Ids, "no tokenizer: ids stay");
     let analyses = tokscope_core::load::analyze_all(
         &tokscope_core::load::locate(&stores, &[]).unwrap(),
@@ -89,12 +89,12 @@ fn the_last_session_is_restored_once_its_rollout_is_listed() {
     app.update(Message::Store(vec![tokscope_core::live::StoreEvent::Ready]));
     let selected = app.list.rows[app.list.scroll.selected()];
     assert_eq!(app.rollouts[selected].rollout_id(), "0-21-a2");
-    let again = remembered(&app);
+    let again = app.remembered();
     assert_eq!(again.rollout.as_deref(), Some("0-21-a2"));
     assert_eq!(again.tab.as_deref(), Some("graph"));
     // Moving first wins over the restore.
     let mut app = App::new_live(stores.clone(), options.clone(), common::viewport(120, 40));
-    restore(&mut app, &what);
+    app.restore(&what);
     keys(&mut app, "j");
     assert!(app.restore.is_none());
 }

@@ -8,7 +8,7 @@ use crate::common::{key, keys, screen, send};
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use tokscope::app::{App, Message, Pane};
+use tokscope::app::{App, Message, Pane, Tab};
 use tokscope_core::verdict::VerdictOptions;
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 50)];
@@ -156,13 +156,13 @@ fn tab_keys_show_the_bottom_right_panes() {
     let mut app = app((120, 40));
     key(&mut app, KeyCode::Enter);
     keys(&mut app, "p");
-    assert_eq!((app.focus, app.detail), (Pane::Gaps, Pane::Gaps));
+    assert_eq!((app.focus, app.detail), (Pane::Gaps, Tab::Gaps));
     let shown = screen(&app);
     assert!(shown.contains("i inspector │ p gaps ("), "{shown}");
     keys(&mut app, "o");
-    assert_eq!((app.focus, app.detail), (Pane::Graph, Pane::Graph));
+    assert_eq!((app.focus, app.detail), (Pane::Graph, Tab::Graph));
     keys(&mut app, "i");
-    assert_eq!((app.focus, app.detail), (Pane::Inspector, Pane::Inspector));
+    assert_eq!((app.focus, app.detail), (Pane::Inspector, Tab::Inspector));
 }
 
 #[test]
