@@ -99,11 +99,10 @@ fn watch_hangup(lost: Arc<AtomicBool>, done: Arc<AtomicBool>) {
                 if ready > 0 && poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
                 {
                     lost.store(true, Ordering::Relaxed);
-                    let mut pipe = [0; 2];
-                    // SAFETY: a valid array of two fds; dup2 onto fd 0 is atomic.
-                    unsafe {
-                        if libc::pipe2(pipe.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) == 0 {
-                            libc::dup2(pipe[0], libc::STDIN_FILENO);
+                    if let Some(read_end) = nonblocking_pipe() {
+                        // SAFETY: dup2 of a valid fd onto fd 0 is atomic.
+                        unsafe {
+                            libc::dup2(read_end, libc::STDIN_FILENO);
                         }
                     }
                     return;
@@ -111,6 +110,51 @@ fn watch_hangup(lost: Arc<AtomicBool>, done: Arc<AtomicBool>) {
             }
         })
         .ok();
+}
+
+/// The escape sequence (OSC 52, crossterm's command) with which the terminal, even over SSH,
+/// puts `text` on the system clipboard. It carries any payload: the text is base64-encoded.
+pub fn clipboard_sequence(text: &str) -> String {
+    let mut sequence = String::new();
+    let command = crossterm::clipboard::CopyToClipboard::to_clipboard_from(text);
+    // Writing into a String cannot fail.
+    let _ = crossterm::Command::write_ansi(&command, &mut sequence);
+    sequence
+}
+
+/// The read end of a new pipe, non-blocking and closed on exec (its write end stays open, so
+/// a read finds nothing rather than an end of file).
+#[cfg(target_os = "linux")]
+fn nonblocking_pipe() -> Option<i32> {
+    let mut pipe = [0; 2];
+    // SAFETY: a valid array of two fds.
+    let made = unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    (made == 0).then_some(pipe[0])
+}
+
+/// The read end of a new pipe, non-blocking and closed on exec.
+#[cfg(not(target_os = "linux"))]
+fn nonblocking_pipe() -> Option<i32> {
+    portable_nonblocking_pipe()
+}
+
+/// A non-blocking pipe where there is no `pipe2` (it is Linux's): `pipe`, then the flags one
+/// by one. Built on Linux too, for its test.
+#[cfg(any(test, not(target_os = "linux")))]
+fn portable_nonblocking_pipe() -> Option<i32> {
+    let mut pipe = [0; 2];
+    // SAFETY: a valid array of two fds, then fcntl on the fds just made.
+    unsafe {
+        if libc::pipe(pipe.as_mut_ptr()) != 0 {
+            return None;
+        }
+        for fd in pipe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        let flags = libc::fcntl(pipe[0], libc::F_GETFL);
+        libc::fcntl(pipe[0], libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    Some(pipe[0])
 }
 
 /// Run the explorer until the user quits, a signal arrives or the terminal goes away; with a
@@ -307,9 +351,8 @@ fn event_loop(
                     pacer.input(app.update(message));
                 }
                 if let Some(text) = app.take_clipboard() {
-                    // OSC 52: the terminal (even over SSH) puts it on the clipboard.
                     let mut out = stdout();
-                    let _ = out.write_all(crate::app::yank::osc52(&text).as_bytes());
+                    let _ = out.write_all(clipboard_sequence(&text).as_bytes());
                     let _ = out.flush();
                 }
             }
@@ -396,5 +439,46 @@ mod tests {
             pacer.due(soon),
             "the end of the first scan is shown at once"
         );
+    }
+
+    #[test]
+    fn the_portable_pipe_is_nonblocking_and_closed_on_exec() {
+        for read_end in [
+            super::nonblocking_pipe(),
+            super::portable_nonblocking_pipe(),
+        ] {
+            let fd = read_end.expect("a pipe");
+            // SAFETY: fcntl and read on the fd just made.
+            let (status, descriptor, read) = unsafe {
+                let mut byte = 0u8;
+                (
+                    libc::fcntl(fd, libc::F_GETFL),
+                    libc::fcntl(fd, libc::F_GETFD),
+                    libc::read(fd, (&raw mut byte).cast(), 1),
+                )
+            };
+            assert_ne!(status & libc::O_NONBLOCK, 0, "non-blocking");
+            assert_ne!(descriptor & libc::FD_CLOEXEC, 0, "closed on exec");
+            assert_eq!(read, -1, "nothing to read, and no wait");
+        }
+    }
+
+    #[test]
+    fn the_clipboard_sequence_is_osc_52_with_base64() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(
+                super::clipboard_sequence(plain),
+                format!("\x1b]52;c;{encoded}\x1b\\")
+            );
+        }
+        // Control bytes and a terminator in the payload stay inside the base64.
+        let hostile = super::clipboard_sequence("id\x1b[201~\n\x07");
+        assert_eq!(hostile.matches('\x1b').count(), 2, "{hostile:?}");
     }
 }

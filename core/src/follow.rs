@@ -145,18 +145,8 @@ impl Follower {
 impl VerdictChange {
     /// The text line: rollout, state, verdict, first reason.
     pub fn text(&self) -> String {
-        let verdict = match (self.verdict, self.mask_sample) {
-            (Verdict::Ok, _) => "ok",
-            (Verdict::Masked, _) => "masked",
-            (Verdict::Pending, true) => "pending (masked)",
-            (Verdict::Pending, false) => "pending (ok)",
-        };
-        let state = match self.lifecycle {
-            Lifecycle::Live => "live",
-            Lifecycle::Frozen => "frozen",
-            Lifecycle::Retired => "retired",
-            Lifecycle::Cleared => "cleared",
-        };
+        let verdict = self.verdict.words(self.mask_sample);
+        let state = self.lifecycle.name();
         let mut line = format!("{}  {state}  {verdict}", self.rollout);
         if let Some(reason) = &self.reason {
             line.push_str("  ");

@@ -119,21 +119,10 @@ fn row(analysis: &Analysis) -> [String; 7] {
     } else {
         analysis.capture.records.len().to_string()
     };
-    let verdict = match analysis.verdict {
-        Verdict::Ok => "ok".to_string(),
-        Verdict::Masked => "masked".to_string(),
-        Verdict::Pending if analysis.mask_sample => "pending (masked)".to_string(),
-        Verdict::Pending => "pending (ok)".to_string(),
-    };
+    let verdict = analysis.verdict.words(analysis.mask_sample).to_owned();
     [
         sanitize(analysis.rollout_id()).into_owned(),
-        match analysis.lifecycle {
-            Lifecycle::Live => "live",
-            Lifecycle::Frozen => "frozen",
-            Lifecycle::Retired => "retired",
-            Lifecycle::Cleared => "cleared",
-        }
-        .to_string(),
+        analysis.lifecycle.name().to_owned(),
         calls,
         build.map_or("-".into(), |b| b.chains.len().to_string()),
         build.map_or("-".into(), |b| {

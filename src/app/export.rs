@@ -267,9 +267,7 @@ mod tests {
         assert!(leftovers.is_empty(), "temporary file left behind");
         // A FIFO is refused, confirmed or not, and never opened (opening would block).
         let fifo = out.path().join("pipe.json");
-        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-        // SAFETY: `name` is a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        tokscope_testkit::mkfifo(&fifo);
         for overwrite in [false, true] {
             let refused = export(&analysis, &[], ExportKind::Report, &fifo, overwrite);
             assert_eq!(refused, Err(ExportError::NotRegular(fifo.clone())));

@@ -1,38 +1,12 @@
 //! Yank: copy what is selected to the clipboard through the terminal (OSC 52, so it works
 //! over SSH without a clipboard daemon). The app only decides the text; the terminal loop
-//! sends it ([`App::take_clipboard`], [`osc52`]).
+//! sends it ([`App::take_clipboard`], then crossterm's OSC 52 command in `term`).
 
 use super::pane::Items;
 use super::{App, Notice};
 
 /// Larger payloads are refused: terminals drop or truncate them.
 pub const YANK_LIMIT: usize = 1 << 20;
-
-/// The escape sequence that puts `text` on the system clipboard.
-pub fn osc52(text: &str) -> String {
-    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
 
 impl App {
     /// The text yanked and not sent yet (the terminal loop sends it).
@@ -152,21 +126,5 @@ mod tests {
         let json = record_json(&record);
         assert_eq!(json["prompt_token_ids"], serde_json::json!([-1, 2]));
         assert_eq!(json["generation_token_ids"], serde_json::json!([-3]));
-    }
-
-    #[test]
-    fn base64_matches_the_standard_vectors() {
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(plain.as_bytes()), encoded);
-        }
-        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
     }
 }

@@ -369,12 +369,13 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
             theme.verdict(analysis.live_status(), analysis.verdict),
         ),
         Span::raw(format!(
-            " · {} · mask_sample {}",
+            " · {}{} · mask_sample {}",
+            analysis.lifecycle.name(),
             match analysis.lifecycle {
-                tokscope_core::verdict::Lifecycle::Live => "live: would be, if frozen now",
-                tokscope_core::verdict::Lifecycle::Frozen => "frozen",
-                tokscope_core::verdict::Lifecycle::Retired => "retired",
-                tokscope_core::verdict::Lifecycle::Cleared => "cleared: every file deleted",
+                tokscope_core::verdict::Lifecycle::Live => ": would be, if frozen now",
+                tokscope_core::verdict::Lifecycle::Cleared => ": every file deleted",
+                tokscope_core::verdict::Lifecycle::Frozen
+                | tokscope_core::verdict::Lifecycle::Retired => "",
             },
             analysis.mask_sample
         )),

@@ -9,7 +9,7 @@ use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, Pane, SortKey};
 use tokscope_core::text::sanitize;
-use tokscope_core::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+use tokscope_core::verdict::{LiveStatus, Summary, Verdict};
 
 /// The verdict badge text.
 pub(crate) fn badge(status: LiveStatus, verdict: Verdict) -> &'static str {
@@ -24,12 +24,7 @@ pub(crate) fn badge(status: LiveStatus, verdict: Verdict) -> &'static str {
 }
 
 fn state(analysis: &Summary) -> &'static str {
-    match analysis.lifecycle {
-        Lifecycle::Live => "live",
-        Lifecycle::Frozen => "frozen",
-        Lifecycle::Retired => "retired",
-        Lifecycle::Cleared => "cleared",
-    }
+    analysis.lifecycle.name()
 }
 
 fn sort_name(key: SortKey) -> &'static str {

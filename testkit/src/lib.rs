@@ -619,3 +619,10 @@ pub fn demo_analyses() -> Vec<tokscope_core::verdict::Analysis> {
         &tokscope_core::verdict::VerdictOptions::default(),
     )
 }
+
+/// Make a FIFO at `path` (a hostile "file" a reader must refuse without blocking).
+pub fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("a path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
+}

@@ -481,3 +481,80 @@ fn is_binary_source(path: &Path) -> bool {
     let src = root().join("src");
     path == src.join("main.rs") || path.starts_with(src.join("commands"))
 }
+
+/// The libc items used outside Linux-gated code: each of them is in the libc crate's macOS
+/// (apple) module too (checked against libc 0.2.191's sources), so the crates build on macOS.
+const PORTABLE_LIBC: &[&str] = &[
+    "ELOOP",
+    "EPERM",
+    "FD_CLOEXEC",
+    "F_GETFD",
+    "F_GETFL",
+    "F_SETFD",
+    "F_SETFL",
+    "O_CLOEXEC",
+    "O_NOFOLLOW",
+    "O_NONBLOCK",
+    "POLLERR",
+    "POLLHUP",
+    "POLLNVAL",
+    "STDIN_FILENO",
+    "dup2",
+    "fcntl",
+    "mkfifo",
+    "pipe",
+    "poll",
+    "pollfd",
+    "read",
+    "tcgetattr",
+    "termios",
+];
+
+/// `libc::` items (and `std::os::linux`) used where no `#[cfg(target_os = "linux")]` (or
+/// `cfg!`) gates them, in `files` of (module, text); a test module counts as gated only by
+/// its own attribute.
+fn ungated_platform_calls(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, text) in files {
+        let lines: Vec<&str> = text.lines().collect();
+        for (number, line) in lines.iter().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let gated = lines[number.saturating_sub(12)..=number]
+                .iter()
+                .any(|l| l.contains("target_os = \"linux\""));
+            let mut names: Vec<String> = paths_after(line, "libc::")
+                .into_iter()
+                .map(|(_, p)| p)
+                .filter(|name| !PORTABLE_LIBC.contains(&name.as_str()))
+                .collect();
+            if line.contains("std::os::linux") {
+                names.push("std::os::linux".to_owned());
+            }
+            for name in names.into_iter().filter(|_| !gated) {
+                found.push(format!("{module}:{}: {name} is not portable", number + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn linux_only_calls_are_gated() {
+    for krate in [&CORE, &FRONT] {
+        let found = ungated_platform_calls(&read(krate));
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+    let file = |text: &str| vec![("m".to_owned(), text.to_owned())];
+    assert_eq!(
+        ungated_platform_calls(&file("let f = libc::O_NOATIME | libc::O_NONBLOCK;")).len(),
+        1
+    );
+    assert!(
+        ungated_platform_calls(&file(
+            "#[cfg(target_os = \"linux\")]\nconst A: i32 = libc::O_NOATIME;"
+        ))
+        .is_empty()
+    );
+}

@@ -316,8 +316,8 @@ fn yank_payloads() {
             .is_some_and(|ids| ids.split(' ').count() > 4)
     );
     assert_eq!(
-        tokscope::app::yank::osc52("demo-mismatch-c003"),
-        "\x1b]52;c;ZGVtby1taXNtYXRjaC1jMDAz\x07"
+        tokscope::term::clipboard_sequence("demo-mismatch-c003"),
+        "\x1b]52;c;ZGVtby1taXNtYXRjaC1jMDAz\x1b\\"
     );
 }
 

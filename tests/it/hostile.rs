@@ -7,6 +7,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use tokscope_testkit::mkfifo;
 
 /// Run the binary, killing it (and failing) when it takes longer than `limit`.
 fn run_within(args: &[&std::ffi::OsStr], limit: Duration) -> Output {
@@ -30,17 +31,6 @@ fn run_within(args: &[&std::ffi::OsStr], limit: Duration) -> Output {
 
 fn os(s: &str) -> &std::ffi::OsStr {
     std::ffi::OsStr::new(s)
-}
-
-fn mkfifo(path: &Path) {
-    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc_mkfifo(name.as_ptr(), 0o600) }, 0);
-}
-
-unsafe extern "C" {
-    #[link_name = "mkfifo"]
-    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
 }
 
 /// A copy of the demo store with a FIFO, `/dev/zero`, a directory and a symlink loop named

@@ -8,16 +8,8 @@ use serde_json::Value;
 
 use super::record::{
     CallRef, Compaction, GapKey, Invocation, ModelCall, ModelRef, ObservationGap, Observations,
-    RowSource, Sandbox, ToolCall, Verifier, clip,
+    RowSource, Sandbox, ToolCall, Verifier, clip, text,
 };
-
-fn text(v: &Value, key: &str) -> Option<String> {
-    match v.get(key)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
-    }
-}
 
 fn number(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)

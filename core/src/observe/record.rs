@@ -492,6 +492,15 @@ pub(super) fn clip(v: &Value) -> String {
     }
 }
 
+/// A row's field `key` as text: a string as it is, another value as its JSON, null as none.
+pub(super) fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::reader::OBSERVATION_KEYS;
-use super::record::{Observations, RowSource};
+use super::record::{Observations, RowSource, text};
 
 /// A row that could not be used, or a record inside it.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,14 +27,6 @@ pub struct Rows {
     pub problems: Vec<RowProblem>,
     /// Files read.
     pub files: Vec<PathBuf>,
-}
-
-fn text(v: &Value, key: &str) -> Option<String> {
-    match v.get(key)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
-    }
 }
 
 /// A row whose explicit rollout id cannot name a capture (rollout collection rejects it too).

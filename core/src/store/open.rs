@@ -38,6 +38,13 @@ pub(crate) fn not_regular(what: &str) -> io::Error {
     )
 }
 
+/// The open flag that leaves a file's access time alone: Linux's `O_NOATIME`; elsewhere none
+/// (macOS has no such flag, and the plain non-blocking open is what remains).
+#[cfg(target_os = "linux")]
+const NO_ACCESS_TIME: i32 = libc::O_NOATIME;
+#[cfg(not(target_os = "linux"))]
+const NO_ACCESS_TIME: i32 = 0;
+
 /// Open `path` read-only without blocking (a FIFO with no writer opens at once), without
 /// updating its access time where permitted, and only if it is a regular file. `Ok(None)`
 /// when it does not exist. Returns the file and its metadata at open.
@@ -48,7 +55,7 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> 
             .custom_flags(flags)
             .open(path)
     };
-    let quiet = libc::O_NONBLOCK | libc::O_NOATIME | libc::O_CLOEXEC;
+    let quiet = libc::O_NONBLOCK | NO_ACCESS_TIME | libc::O_CLOEXEC;
     let file = match open(quiet) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -168,9 +175,7 @@ mod tests {
         let error = read_regular(dir.path()).expect_err("a directory");
         assert!(error.to_string().contains("a directory"), "{error}");
         let fifo = dir.path().join("f.tokens.jsonl");
-        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        tokscope_testkit::mkfifo(&fifo);
         let error = read_regular(&fifo).expect_err("a FIFO, and no hang");
         assert!(error.to_string().contains("a FIFO"), "{error}");
         let zero = dir.path().join("z.tokens.jsonl");

@@ -69,6 +69,18 @@ pub enum Lifecycle {
     Cleared,
 }
 
+impl Lifecycle {
+    /// Its name, as every surface prints it: `live`, `frozen`, `retired` or `cleared`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lifecycle::Live => "live",
+            Lifecycle::Frozen => "frozen",
+            Lifecycle::Retired => "retired",
+            Lifecycle::Cleared => "cleared",
+        }
+    }
+}
+
 /// The verdict shown to the user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +91,19 @@ pub enum Verdict {
     Masked,
     /// Live: the verdict it would get if frozen now is in `mask_sample`, not final.
     Pending,
+}
+
+impl Verdict {
+    /// The words every surface prints for this verdict with mask decision `mask_sample`:
+    /// `ok`, `masked`, or `pending (masked)` / `pending (ok)` (what a freeze now would give).
+    pub fn words(self, mask_sample: bool) -> &'static str {
+        match (self, mask_sample) {
+            (Verdict::Ok, _) => "ok",
+            (Verdict::Masked, _) => "masked",
+            (Verdict::Pending, true) => "pending (masked)",
+            (Verdict::Pending, false) => "pending (ok)",
+        }
+    }
 }
 
 /// A rollout read, rebuilt and judged.
