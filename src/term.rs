@@ -19,6 +19,7 @@ use crate::app::{App, Message};
 use crate::ui::layout::viewport_for;
 use crate::ui::{Drawn, Theme, draw, keys, mouse};
 use tokscope_core::live::StoreEvent;
+use tokscope_core::live::replay::Judge;
 use tokscope_core::live::watch::Watch;
 
 /// The signals that end the explorer (with the terminal restored).
@@ -292,6 +293,8 @@ fn event_loop(
     let mut pacer = FramePacer::default();
     pacer.input(true);
     let mut last_check = Instant::now();
+    // The replay worker, started with the first replay step.
+    let mut judge: Option<Judge> = None;
     loop {
         if app.quit {
             return Ok(Ended::Quit);
@@ -379,6 +382,15 @@ fn event_loop(
         // highlights) with the store's.
         let replaying = app.replay.is_some();
         pacer.changed(app.update(Message::Tick(Instant::now())), replaying);
+        // What a replay step changed is judged again on the replay worker, and shown at once.
+        if let Some(request) = app.take_judge_request() {
+            judge.get_or_insert_with(Judge::start).send(request);
+        }
+        if let Some(judge) = &judge {
+            for results in judge.results() {
+                pacer.input(app.update(Message::Judged(results)));
+            }
+        }
     }
 }
 

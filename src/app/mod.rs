@@ -170,6 +170,8 @@ pub enum Message {
     },
     /// Changes from the store watcher.
     Store(Vec<StoreEvent>),
+    /// The replay worker judged rollouts again (what [`App::take_judge_request`] asked).
+    Judged(Vec<tokscope_core::live::replay::Judged>),
     /// The clock moved.
     Tick(Instant),
 }
@@ -432,6 +434,7 @@ impl App {
                 return self.help != before;
             }
             Message::Store(events) => return self.apply(events),
+            Message::Judged(results) => self.judged(results),
             Message::Tick(now) => return self.tick(now),
         }
         true

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::{App, Details, Notice};
-use tokscope_core::live::replay::Replay;
+use tokscope_core::live::replay::{JudgeRequest, Judged, Replay};
 use tokscope_core::verdict::{Analysis, Summary, VerdictOptions};
 
 /// Replay state.
@@ -21,13 +21,17 @@ pub struct ReplayState {
     /// Wall clock and store time when play started.
     pub anchor: Option<(Instant, f64)>,
     /// Rollouts the timeline moved that are still to be judged again (the rollouts looked
-    /// at first); at most [`SEEK_BUDGET`] are judged before each frame.
+    /// at first); at most [`SEEK_BUDGET`] are asked for at a time.
     pub pending: Vec<usize>,
+    /// Rollouts asked to be judged and not answered yet, with the position they were asked at.
+    pub in_flight: Option<(usize, Vec<usize>)>,
+    /// The request to send to the replay worker (taken by the event loop).
+    request: Option<JudgeRequest>,
 }
 
-/// Rollouts judged again at most before the screen is drawn (each is read back from its
-/// files): a jump that moves more is judged over the next ticks, each rollout once, while the
-/// screen stays responsive.
+/// Rollouts judged again at most in one request to the replay worker (each is read back from
+/// its files): a jump that moves more is judged over several, each rollout once, the ones
+/// looked at first, while the screen stays responsive.
 pub const SEEK_BUDGET: usize = 64;
 
 /// Where a jump goes.
@@ -76,6 +80,8 @@ impl ReplayState {
             speed: 10.0,
             anchor: None,
             pending: Vec::new(),
+            in_flight: None,
+            request: None,
         }
     }
 
@@ -308,14 +314,15 @@ impl App {
         self.judge_pending();
     }
 
-    /// Judge again up to [`SEEK_BUDGET`] of the rollouts the timeline moved, those looked at
-    /// first; whether any was.
+    /// Ask the replay worker to judge again up to [`SEEK_BUDGET`] of the rollouts the
+    /// timeline moved, those looked at first (one request at a time); whether one was asked.
     pub(super) fn judge_pending(&mut self) -> bool {
         let looked_at = self.looked_at();
+        let holds_all = self.details.holds_all();
         let Some(replay) = &mut self.replay else {
             return false;
         };
-        if replay.pending.is_empty() {
+        if replay.pending.is_empty() || replay.in_flight.is_some() {
             return false;
         }
         replay
@@ -323,31 +330,52 @@ impl App {
             .sort_by_key(|rollout| (!looked_at.contains(rollout), *rollout));
         let take = replay.pending.len().min(SEEK_BUDGET);
         let batch: Vec<usize> = replay.pending.drain(..take).collect();
-        self.judge(&batch);
+        // Only the summaries are kept, and the analyses of the rollouts looked at.
+        let rollouts = batch
+            .iter()
+            .map(|&r| (r, holds_all || looked_at.contains(&r)))
+            .collect();
+        replay.in_flight = Some((replay.replay.position(), batch));
+        replay.request = Some(JudgeRequest {
+            replay: replay.replay.clone(),
+            rollouts,
+        });
         true
     }
 
-    /// Judge `rollouts` again at the current position.
-    fn judge(&mut self, rollouts: &[usize]) {
-        let Some(replay) = &self.replay else { return };
-        // Judged again on all cores; only the summaries are kept, and the analyses of the
-        // rollouts looked at (memory does not grow with the number of rollouts a jump moves).
-        let looked_at = self.looked_at();
-        let holds_all = self.details.holds_all();
-        let mut results: Vec<(usize, Summary, Option<Analysis>)> = Vec::new();
-        tokscope_core::load::in_order(
-            rollouts,
-            |&rollout| {
-                let analysis = replay.replay.analysis_at(rollout);
-                let summary = Summary::of(&analysis);
-                let keep = holds_all || looked_at.contains(&rollout);
-                (rollout, summary, keep.then_some(analysis))
-            },
-            |result| results.push(result),
-        );
+    /// The request for the replay worker, if one is waiting (the event loop sends it, and
+    /// gives the answer back as [`super::Message::Judged`]).
+    pub fn take_judge_request(&mut self) -> Option<JudgeRequest> {
+        self.replay.as_mut()?.request.take()
+    }
+
+    /// The replay worker's answer: applied when the timeline is still where it was asked;
+    /// else its rollouts are asked again at the position the timeline moved to.
+    pub(super) fn judged(&mut self, results: Vec<Judged>) {
+        let Some(replay) = &mut self.replay else {
+            return;
+        };
+        let Some((position, asked)) = replay.in_flight.take() else {
+            return;
+        };
+        if position != replay.replay.position() {
+            for rollout in asked {
+                if !replay.pending.contains(&rollout) {
+                    replay.pending.push(rollout);
+                }
+            }
+            self.judge_pending();
+            return;
+        }
         let open = self.view.as_ref().map(|v| v.index);
         let mut kept = None;
-        for (rollout, summary, analysis) in results {
+        for Judged {
+            rollout,
+            summary,
+            analysis,
+            ..
+        } in results
+        {
             if Some(rollout) == open
                 && let Some(view) = &self.view
                 && let Some(before) = self.details.get(rollout)
@@ -367,6 +395,7 @@ impl App {
             self.live.recent.insert(rollout, self.now);
         }
         self.after_change(kept);
+        self.judge_pending();
     }
 }
 

@@ -32,6 +32,15 @@ fn demo() -> App {
 
 fn act(app: &mut App, action: Action) {
     app.update(Message::Action(action));
+    settle(app);
+}
+
+/// What the event loop does with a replay step: the worker's judging, here on this thread.
+fn settle(app: &mut App) {
+    while let Some(request) = app.take_judge_request() {
+        let results = tokscope_core::live::replay::judge(&request);
+        app.update(Message::Judged(results));
+    }
 }
 
 fn type_text(app: &mut App, text: &str) {
@@ -248,6 +257,7 @@ fn replay_steps_and_returns_to_the_present() {
     let mut app = demo();
     let present: Vec<usize> = app.rollouts.iter().map(|a| a.records).collect();
     app.start_replay();
+    settle(&mut app);
     assert!(app.replay.is_some());
     let records: usize = app.rollouts.iter().map(|a| a.records).sum();
     assert_eq!(records, 1, "one call in");
@@ -266,6 +276,7 @@ fn replay_steps_and_returns_to_the_present() {
     app.update(Message::Tick(
         Instant::now() + Duration::from_secs(1_000_000),
     ));
+    settle(&mut app);
     assert_eq!(app.replay.as_ref().and_then(|r| r.playing), None, "ended");
     act(&mut app, Action::ToggleReplay);
     assert!(app.replay.is_none());
@@ -361,6 +372,7 @@ fn replay_from_a_live_app_asks_the_watcher_for_a_timeline() {
     ))]));
     assert!(app.replay.is_some());
     app.start_replay();
+    settle(&mut app);
     let records: usize = app.rollouts.iter().map(|s| s.records).sum();
     assert_eq!(records, 1, "one call in");
     assert!(
@@ -394,6 +406,7 @@ fn cycling_chains_from_the_tree_keeps_the_focus_and_says_which_chain() {
 fn a_jump_while_playing_goes_back_and_the_clock_moves_between_calls() {
     let mut app = demo();
     app.start_replay();
+    settle(&mut app);
     for _ in 0..6 {
         act(&mut app, Action::StepForward);
     }
@@ -417,4 +430,33 @@ fn a_jump_while_playing_goes_back_and_the_clock_moves_between_calls() {
         .clock(start + Duration::from_millis(120))
         .expect("a clock");
     assert!(b > a, "{a} then {b}");
+}
+
+#[test]
+fn a_replay_answer_for_a_position_left_is_asked_again_where_the_timeline_is() {
+    let mut app = demo();
+    app.start_replay();
+    settle(&mut app);
+    app.update(Message::Action(Action::StepForward));
+    let stale = app.take_judge_request().expect("a step asks the worker");
+    // The user steps on before the answer comes.
+    app.update(Message::Action(Action::StepForward));
+    assert_eq!(app.take_judge_request().map(|_| ()), None, "one request in flight");
+    let answer = tokscope_core::live::replay::judge(&stale);
+    app.update(Message::Judged(answer));
+    let again = app
+        .take_judge_request()
+        .expect("the stale answer is dropped and its rollouts asked again");
+    assert_eq!(again.replay.position(), 3, "where the timeline is now");
+    app.update(Message::Judged(tokscope_core::live::replay::judge(&again)));
+    settle(&mut app);
+    // The same as stepping twice with every answer in time.
+    let mut in_time = demo();
+    in_time.start_replay();
+    settle(&mut in_time);
+    act(&mut in_time, Action::StepForward);
+    act(&mut in_time, Action::StepForward);
+    let records = |app: &App| app.rollouts.iter().map(|a| a.records).sum::<usize>();
+    assert_eq!(records(&app), 3);
+    assert_eq!(records(&app), records(&in_time));
 }

@@ -348,6 +348,7 @@ fn replay_steps_jumps_plays_and_restores() {
     let before: Vec<Value> = analyses.iter().map(report).collect();
     let mut app = App::new(stores, analyses, options, common::viewport(120, 40));
     app.start_replay();
+    common::settle(&mut app);
     let position = |app: &App| app.replay.as_ref().unwrap().replay.position();
     assert_eq!(position(&app), 1);
     assert_eq!(
@@ -373,6 +374,7 @@ fn replay_steps_jumps_plays_and_restores() {
     key(&mut app, KeyCode::Char('3'));
     let start = app.now;
     app.update(Message::Tick(start + Duration::from_secs(30)));
+    common::settle(&mut app);
     assert!(position(&app) > 100);
     // Leaving replay restores the store as it is.
     key(&mut app, KeyCode::Char('R'));

@@ -574,6 +574,7 @@ fn replay_joins_each_rollout_with_its_row() {
             .with_rows(std::sync::Arc::new(rows));
     app.replay_on(timeline);
     app.start_replay();
+    common::settle(&mut app);
     // At the last call, the open rollout has its row's observations, as when live.
     let end = app.replay.as_ref().unwrap().replay.len();
     key(&mut app, KeyCode::Char(':'));

@@ -205,7 +205,7 @@ fn a_changed_rollout_moves_its_row_with_a_logarithmic_number_of_comparisons() {
 }
 
 #[test]
-fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
+fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_request() {
     let dir = store();
     let stores = vec![dir.path().to_path_buf()];
     let analyses = analyses_of(&stores);
@@ -216,14 +216,21 @@ fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
         common::viewport(120, 40),
     );
     app.start_replay();
+    common::settle(&mut app);
     let end = app.replay.as_ref().unwrap().replay.len();
     // Jump to the end: all 150 rollouts change; each is judged once, at most SEEK_BUDGET of
-    // them before each frame, the selected one first.
-    common::key(&mut app, crossterm::event::KeyCode::Char(':'));
+    // them in each request to the replay worker, the selected one first. The keys go to the
+    // app alone here, so the worker's answers can be counted one by one.
+    let press = |app: &mut App, code| {
+        let event = crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE);
+        let message = tokscope::ui::keys::message_for(app, event).expect("a bound key");
+        app.update(message);
+    };
+    press(&mut app, crossterm::event::KeyCode::Char(':'));
     for c in end.to_string().chars() {
-        common::key(&mut app, crossterm::event::KeyCode::Char(c));
+        press(&mut app, crossterm::event::KeyCode::Char(c));
     }
-    common::key(&mut app, crossterm::event::KeyCode::Enter);
+    press(&mut app, crossterm::event::KeyCode::Enter);
     fn replay(app: &App) -> &tokscope::app::ReplayState {
         app.replay.as_ref().unwrap()
     }
@@ -238,16 +245,22 @@ fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_tick() {
         ROLLOUTS - budget,
         "the rest waits"
     );
-    let mut ticks = 0;
+    let mut answers = 0;
     let mut now = app.now;
-    while !replay(&app).pending.is_empty() {
+    while let Some(request) = app.take_judge_request() {
+        assert!(request.rollouts.len() <= budget, "one request, one budget");
+        assert_eq!(app.take_judge_request().map(|r| r.rollouts.len()), None, "one at a time");
         let before = replay(&app).pending.len();
+        // The clock moving on asks for nothing more while a request is in flight.
         now += std::time::Duration::from_millis(30);
         app.update(Message::Tick(now));
+        assert_eq!(replay(&app).pending.len(), before);
+        let results = tokscope_core::live::replay::judge(&request);
+        app.update(Message::Judged(results));
         assert_eq!(replay(&app).pending.len(), before.saturating_sub(budget));
-        ticks += 1;
+        answers += 1;
     }
-    assert_eq!(ticks, (ROLLOUTS - budget).div_ceil(budget));
+    assert_eq!(answers, ROLLOUTS.div_ceil(budget));
     let records: usize = app.rollouts.iter().map(|s| s.records).sum();
     assert_eq!(records, end, "every call applied");
 }

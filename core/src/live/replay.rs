@@ -46,16 +46,23 @@ impl Clone for Captures {
     }
 }
 
-/// A store on a timeline.
+/// A store on a timeline: the calls in order, and where it stands. Cloning it is cheap (the
+/// timeline is shared), so a worker can judge rollouts at a position while the UI moves on.
 #[derive(Clone, Debug)]
 pub struct Replay {
+    timeline: Arc<Timeline>,
+    position: usize,
+}
+
+/// What a replay does not change while it moves: the calls, and how to read the rollouts.
+#[derive(Clone, Debug)]
+struct Timeline {
     captures: Captures,
     moments: Vec<Moment>,
     /// The call id of each moment.
     calls: Vec<Box<str>>,
     /// For each rollout, for each record, its position on the timeline.
     position_of: Vec<Vec<usize>>,
-    position: usize,
     options: VerdictOptions,
     /// Rollout rows: each rollout is judged with the observations of its row, as live.
     rows: Arc<crate::observe::Rows>,
@@ -137,19 +144,21 @@ impl Replay {
             .map(|m| times[m.rollout][m.record].1.clone())
             .collect();
         Replay {
-            captures,
-            moments,
-            calls,
-            position_of,
+            timeline: Arc::new(Timeline {
+                captures,
+                moments,
+                calls,
+                position_of,
+                options,
+                rows: Arc::default(),
+            }),
             position: 0,
-            options,
-            rows: Arc::default(),
         }
     }
 
     /// The full capture of `rollout`: held, or read again from its files.
     fn full_capture(&self, rollout: usize) -> Arc<Capture> {
-        match &self.captures {
+        match &self.timeline.captures {
             Captures::Held(captures) => Arc::clone(&captures[rollout]),
             Captures::Files { locations, recent } => {
                 let mut recent = recent
@@ -170,12 +179,12 @@ impl Replay {
 
     /// Number of calls on the timeline.
     pub fn len(&self) -> usize {
-        self.moments.len()
+        self.timeline.moments.len()
     }
 
     /// Whether the timeline is empty.
     pub fn is_empty(&self) -> bool {
-        self.moments.is_empty()
+        self.timeline.moments.is_empty()
     }
 
     /// Calls applied so far (0 = before the first call).
@@ -185,27 +194,27 @@ impl Replay {
 
     /// The moments of the timeline.
     pub fn moments(&self) -> &[Moment] {
-        &self.moments
+        &self.timeline.moments
     }
 
     /// `created_at` of the last call applied.
     pub fn time(&self) -> Option<f64> {
-        self.position.checked_sub(1).map(|p| self.moments[p].time)
+        self.position.checked_sub(1).map(|p| self.timeline.moments[p].time)
     }
 
     /// Time of the first call.
     pub fn start(&self) -> Option<f64> {
-        self.moments.first().map(|m| m.time)
+        self.timeline.moments.first().map(|m| m.time)
     }
 
     /// Number of rollouts.
     pub fn rollouts(&self) -> usize {
-        self.position_of.len()
+        self.timeline.position_of.len()
     }
 
     /// Records of `rollout` applied at the current position.
     fn applied(&self, rollout: usize) -> usize {
-        self.position_of[rollout]
+        self.timeline.position_of[rollout]
             .iter()
             .filter(|&&p| p < self.position)
             .count()
@@ -213,10 +222,10 @@ impl Replay {
 
     /// Move to `position` (clamped); returns the rollouts whose state changed.
     pub fn seek(&mut self, position: usize) -> Vec<usize> {
-        let position = position.min(self.moments.len());
+        let position = position.min(self.timeline.moments.len());
         let (low, high) = (self.position.min(position), self.position.max(position));
         self.position = position;
-        let mut changed: Vec<usize> = self.moments[low..high].iter().map(|m| m.rollout).collect();
+        let mut changed: Vec<usize> = self.timeline.moments[low..high].iter().map(|m| m.rollout).collect();
         changed.sort_unstable();
         changed.dedup();
         changed
@@ -224,19 +233,19 @@ impl Replay {
 
     /// The position of the last call at or before `time`.
     pub fn position_at(&self, time: f64) -> usize {
-        self.moments.partition_point(|m| m.time <= time)
+        self.timeline.moments.partition_point(|m| m.time <= time)
     }
 
     /// Move to the last call at or before `time`.
     #[cfg(test)]
     pub(crate) fn seek_time(&mut self, time: f64) -> Vec<usize> {
-        let position = self.moments.partition_point(|m| m.time <= time);
+        let position = self.timeline.moments.partition_point(|m| m.time <= time);
         self.seek(position)
     }
 
     /// Position just after the call `call_id`, if it is on the timeline.
     pub fn position_of_call(&self, call_id: &str) -> Option<usize> {
-        self.calls
+        self.timeline.calls
             .iter()
             .position(|call| &**call == call_id)
             .map(|p| p + 1)
@@ -244,10 +253,10 @@ impl Replay {
 
     /// The capture of `rollout` as it stood at the current position.
     pub(crate) fn capture_at(&self, rollout: usize) -> Capture {
-        let positions = &self.position_of[rollout];
+        let positions = &self.timeline.position_of[rollout];
         if self.applied(rollout) == 0 {
             // Nothing of it has happened yet: nothing to read.
-            return Capture::unborn(match &self.captures {
+            return Capture::unborn(match &self.timeline.captures {
                 Captures::Files { locations, .. } => locations[rollout].clone(),
                 Captures::Held(captures) => captures[rollout].location.clone(),
             });
@@ -258,7 +267,7 @@ impl Replay {
         // a file rewritten since reads differently) and its moment has passed.
         let on_timeline = |r: usize| {
             positions.get(r).is_some_and(|&p| {
-                p < self.position && *self.calls[p] == *full.records[r].model_call_id
+                p < self.position && *self.timeline.calls[p] == *full.records[r].model_call_id
             })
         };
         let applied: Vec<usize> = (0..full.records.len())
@@ -303,14 +312,99 @@ impl Replay {
     /// The analysis of `rollout` at the current position.
     pub fn analysis_at(&self, rollout: usize) -> Analysis {
         let capture = self.capture_at(rollout);
-        let options = crate::load::options_for(&self.options, &self.rows, &capture.location);
+        let options = crate::load::options_for(&self.timeline.options, &self.timeline.rows, &capture.location);
         analyze(capture, &options)
     }
 
     /// Judge every rollout with the observations of its row in `rows`.
     pub fn with_rows(mut self, rows: Arc<crate::observe::Rows>) -> Replay {
-        self.rows = rows;
+        Arc::make_mut(&mut self.timeline).rows = rows;
         self
+    }
+}
+
+/// A request to judge rollouts again as they stood at a replay's position (what a step or a
+/// jump changed), answered by [`judge`] on a worker, never on the UI thread.
+#[derive(Clone, Debug)]
+pub struct JudgeRequest {
+    /// The replay, at the position to judge at (a cheap clone: the timeline is shared).
+    pub replay: Replay,
+    /// The rollouts, each with whether its full analysis is wanted (else its summary only,
+    /// so memory does not grow with the number of rollouts a jump moves).
+    pub rollouts: Vec<(usize, bool)>,
+}
+
+/// A rollout judged again at a replay position.
+#[derive(Debug)]
+pub struct Judged {
+    /// The position it was judged at.
+    pub position: usize,
+    /// Which rollout (index into the replay's rollouts).
+    pub rollout: usize,
+    /// Its summary there.
+    pub summary: crate::verdict::Summary,
+    /// Its full analysis there, when it was asked for.
+    pub analysis: Option<Analysis>,
+}
+
+/// Judge `request` on all cores; the results in the request's order.
+pub fn judge(request: &JudgeRequest) -> Vec<Judged> {
+    let replay = &request.replay;
+    let mut results = Vec::with_capacity(request.rollouts.len());
+    crate::load::in_order(
+        &request.rollouts,
+        |&(rollout, keep)| {
+            let analysis = replay.analysis_at(rollout);
+            Judged {
+                position: replay.position,
+                rollout,
+                summary: crate::verdict::Summary::of(&analysis),
+                analysis: keep.then_some(analysis),
+            }
+        },
+        |judged| results.push(judged),
+    );
+    results
+}
+
+/// A worker thread judging requests one after the other (see [`judge`]). Dropping it ends the
+/// thread once the request in hand is done.
+pub struct Judge {
+    requests: std::sync::mpsc::Sender<JudgeRequest>,
+    results: std::sync::mpsc::Receiver<Vec<Judged>>,
+}
+
+impl Judge {
+    /// Start the worker.
+    pub fn start() -> Judge {
+        let (requests, received) = std::sync::mpsc::channel::<JudgeRequest>();
+        let (sender, results) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("tokscope-replay".into())
+            .spawn(move || {
+                for request in received {
+                    if sender.send(judge(&request)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawn the replay worker");
+        Judge { requests, results }
+    }
+
+    /// Judge `request` in the background.
+    pub fn send(&self, request: JudgeRequest) {
+        let _ = self.requests.send(request);
+    }
+
+    /// The answers ready now.
+    pub fn results(&self) -> impl Iterator<Item = Vec<Judged>> + '_ {
+        self.results.try_iter()
+    }
+
+    /// The next answer, waiting at most `timeout`.
+    pub fn wait(&self, timeout: std::time::Duration) -> Option<Vec<Judged>> {
+        self.results.recv_timeout(timeout).ok()
     }
 }
 
@@ -379,8 +473,8 @@ mod tests {
         );
         let mut replay = Replay::from_store(locations.clone(), VerdictOptions::default());
         assert_eq!(replay.len(), held.len());
-        assert_eq!(replay.calls, held.calls, "the same timeline");
-        let Captures::Files { recent, .. } = &replay.captures else {
+        assert_eq!(replay.timeline.calls, held.timeline.calls, "the same timeline");
+        let Captures::Files { recent, .. } = &replay.timeline.captures else {
             panic!("read back from the files");
         };
         assert!(
@@ -396,7 +490,7 @@ mod tests {
                 let b = serde_json::to_value(held.analysis_at(index).report()).unwrap();
                 assert_eq!(a, b, "{} at {position}", location.id);
             }
-            let Captures::Files { recent, .. } = &replay.captures else {
+            let Captures::Files { recent, .. } = &replay.timeline.captures else {
                 unreachable!()
             };
             assert!(recent.lock().unwrap().len() <= READ_BACK);

@@ -214,9 +214,19 @@ fn render(app: &tokscope::app::App) -> (String, tokscope::ui::Drawn) {
 /// Send a message as the terminal loop does: update, draw, report what drawing measured.
 pub fn send(app: &mut tokscope::app::App, message: tokscope::app::Message) {
     app.update(message);
+    settle(app);
     let (_, drawn) = render(app);
     for message in drawn.messages() {
         app.update(message);
+    }
+}
+
+/// What the event loop does with a replay step: the replay worker's judging (here on the
+/// test's thread), answered as `Message::Judged`.
+pub fn settle(app: &mut tokscope::app::App) {
+    while let Some(request) = app.take_judge_request() {
+        let results = tokscope_core::live::replay::judge(&request);
+        app.update(tokscope::app::Message::Judged(results));
     }
 }
 
