@@ -19,6 +19,7 @@ pub mod health;
 pub mod live;
 pub mod load;
 pub mod observe;
+pub mod pool;
 pub mod rebuild;
 pub mod report;
 pub mod store;

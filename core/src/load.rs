@@ -1,9 +1,6 @@
 //! Reading and judging many rollouts at once, spread over the available cores.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::observe::Rows;
 use crate::store::{RolloutLocation, StoreDirError, discover, layout::natural_cmp, read_capture};
@@ -73,9 +70,9 @@ pub fn analyze_in_order<T: Send>(
     options: &VerdictOptions,
     rows: &Rows,
     finish: impl Fn(Analysis) -> T + Sync,
-    consume: impl FnMut(T) + Send,
+    consume: impl FnMut(T),
 ) {
-    in_order(
+    crate::pool::in_order(
         locations,
         |location| {
             let options = options_for(options, rows, location);
@@ -85,62 +82,14 @@ pub fn analyze_in_order<T: Send>(
     );
 }
 
-/// Run `work` on every item on all cores; hand the results to `consume` in input order as
-/// soon as each and everything before it are done.
-pub fn in_order<I: Sync, T: Send>(
-    locations: &[I],
-    work: impl Fn(&I) -> T + Sync,
-    consume: impl FnMut(T) + Send,
-) {
-    struct Emitter<T, C> {
-        next: usize,
-        waiting: BTreeMap<usize, T>,
-        consume: C,
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(locations.len().max(1));
-    let next = AtomicUsize::new(0);
-    let emitter = Mutex::new(Emitter {
-        next: 0,
-        waiting: BTreeMap::new(),
-        consume,
-    });
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(location) = locations.get(index) else {
-                        break;
-                    };
-                    let value = work(location);
-                    let mut emitter = emitter
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    emitter.waiting.insert(index, value);
-                    loop {
-                        let position = emitter.next;
-                        let Some(ready) = emitter.waiting.remove(&position) else {
-                            break;
-                        };
-                        (emitter.consume)(ready);
-                        emitter.next += 1;
-                    }
-                }
-            });
-        }
-    });
-}
-
 /// Read every location's capture in parallel and hand each result of `finish` to `consume`
 /// in input order (nothing is judged; for the replay timeline).
 pub(crate) fn read_in_order<T: Send>(
     locations: &[RolloutLocation],
     finish: impl Fn(crate::store::Capture) -> T + Sync,
-    consume: impl FnMut(T) + Send,
+    consume: impl FnMut(T),
 ) {
-    in_order(
+    crate::pool::in_order(
         locations,
         |location| finish(read_capture(location)),
         consume,

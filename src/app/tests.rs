@@ -441,7 +441,11 @@ fn a_replay_answer_for_a_position_left_is_asked_again_where_the_timeline_is() {
     let stale = app.take_judge_request().expect("a step asks the worker");
     // The user steps on before the answer comes.
     app.update(Message::Action(Action::StepForward));
-    assert_eq!(app.take_judge_request().map(|_| ()), None, "one request in flight");
+    assert_eq!(
+        app.take_judge_request().map(|_| ()),
+        None,
+        "one request in flight"
+    );
     let answer = tokscope_core::live::replay::judge(&stale);
     app.update(Message::Judged(answer));
     let again = app

@@ -25,6 +25,7 @@ const CORE: Crate = Crate {
     dir: "core",
     layers: &[
         ("text", 0),
+        ("pool", 0), // the worker pool of every parallel pass
         ("store", 1),
         ("detok", 2), // decodes ids (store::TokenValue), reads its file through store::open
         ("rebuild", 2), // chains records of the store

@@ -249,7 +249,11 @@ fn a_long_replay_jump_judges_a_bounded_number_of_rollouts_a_request() {
     let mut now = app.now;
     while let Some(request) = app.take_judge_request() {
         assert!(request.rollouts.len() <= budget, "one request, one budget");
-        assert_eq!(app.take_judge_request().map(|r| r.rollouts.len()), None, "one at a time");
+        assert_eq!(
+            app.take_judge_request().map(|r| r.rollouts.len()),
+            None,
+            "one at a time"
+        );
         let before = replay(&app).pending.len();
         // The clock moving on asks for nothing more while a request is in flight.
         now += std::time::Duration::from_millis(30);

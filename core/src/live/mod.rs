@@ -15,7 +15,7 @@ pub mod watch;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::observe::Rows;
@@ -275,9 +275,9 @@ pub const HOT_BYTES: usize = 160 << 20;
 pub const RECENTLY_WRITTEN: Duration = Duration::from_secs(60);
 
 /// Move the rollouts of `focus` still in `queue` to its front, in `focus`'s order.
-fn to_front(queue: &mut VecDeque<RolloutLocation>, focus: &[RolloutLocation]) {
+fn to_front(queue: &mut VecDeque<(usize, RolloutLocation)>, focus: &[RolloutLocation]) {
     for location in focus.iter().rev() {
-        if let Some(at) = queue.iter().position(|l| l == location)
+        if let Some(at) = queue.iter().position(|(_, l)| l == location)
             && let Some(wanted) = queue.remove(at)
         {
             queue.push_front(wanted);
@@ -543,53 +543,32 @@ impl LiveStore {
         send: &mut dyn FnMut(StoreEvent) -> bool,
         requests: &mut dyn FnMut() -> Option<Vec<RolloutLocation>>,
     ) -> Result<bool, StoreDirError> {
-        let pending: VecDeque<RolloutLocation> = self
+        let pending: Vec<RolloutLocation> = self
             .discover()?
             .into_iter()
             .filter(|l| !self.rollouts.contains_key(l))
             .collect();
         let total = pending.len();
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut pending = pending;
+        let queue = crate::pool::Queue::new(pending);
         // What the UI looks at already is read first (later requests come between batches).
         if let Some(focus) = requests() {
-            to_front(&mut pending, &focus);
+            queue.edit(|items| to_front(items, &focus));
             self.focus = focus;
         }
-        let queue = Mutex::new(pending);
-        let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
         // The workers read; this thread hands their results on, so no core waits for another
         // to finish a chunk, nor for the events to be sent.
         let (options, rows) = (self.options.clone(), Arc::clone(&self.rows));
         let following = self.following;
-        let (results, finished) = mpsc::channel::<(LiveRollout, Analysis)>();
-        std::thread::scope(|scope| {
-            for _ in 0..workers.min(total) {
-                let (results, options, rows, lock) = (results.clone(), &options, &rows, &lock);
-                scope.spawn(move || {
-                    loop {
-                        // (A statement of its own: the lock is not held while reading.)
-                        let next = lock().pop_front();
-                        let Some(location) = next else { break };
-                        let options = crate::load::options_for(options, rows, &location);
-                        if results
-                            .send(LiveRollout::read_first(location, &options, following))
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(results);
+        let read = |location: RolloutLocation| {
+            let options = crate::load::options_for(&options, &rows, &location);
+            LiveRollout::read_first(location, &options, following)
+        };
+        crate::pool::run(&queue, crate::pool::Order::Done, read, |results| {
             let mut read = 0;
-            let mut deliver = |store: &mut LiveStore| -> Option<bool> {
-                let first = finished.recv().ok()?;
+            while let Some(first) = results.next() {
                 let deadline = Instant::now() + FIRST_SCAN_BATCH;
                 let mut batch = vec![first];
-                while let Ok(more) =
-                    finished.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                {
+                while let Some(more) = results.next_until(deadline) {
                     batch.push(more);
                 }
                 read += batch.len();
@@ -597,26 +576,22 @@ impl LiveStore {
                 for (rollout, analysis) in batch {
                     let location = rollout.location.clone();
                     let hot = !rollout.is_cold();
-                    store.rollouts.insert(location.clone(), rollout);
+                    self.rollouts.insert(location.clone(), rollout);
                     if hot {
                         // (Within the bounds: the least recently read are cooled.)
-                        store.warm(&location);
+                        self.warm(&location);
                     }
-                    store.emit(analysis, &mut events);
+                    self.emit(analysis, &mut events);
                 }
                 events.push(StoreEvent::Progress { read, total });
                 if let Some(focus) = requests() {
                     // Looked at first: those read already are answered now, the others are
                     // moved to the front of the queue.
-                    to_front(&mut lock(), &focus);
-                    events.extend(store.set_focus(focus));
+                    queue.edit(|items| to_front(items, &focus));
+                    events.extend(self.set_focus(focus));
                 }
-                Some(events.into_iter().all(&mut *send))
-            };
-            while let Some(delivered) = deliver(self) {
-                if !delivered {
+                if !events.into_iter().all(&mut *send) {
                     // Nobody listens: the workers stop after the rollout they are reading.
-                    lock().clear();
                     return Ok(false);
                 }
             }

@@ -199,7 +199,9 @@ impl Replay {
 
     /// `created_at` of the last call applied.
     pub fn time(&self) -> Option<f64> {
-        self.position.checked_sub(1).map(|p| self.timeline.moments[p].time)
+        self.position
+            .checked_sub(1)
+            .map(|p| self.timeline.moments[p].time)
     }
 
     /// Time of the first call.
@@ -225,7 +227,10 @@ impl Replay {
         let position = position.min(self.timeline.moments.len());
         let (low, high) = (self.position.min(position), self.position.max(position));
         self.position = position;
-        let mut changed: Vec<usize> = self.timeline.moments[low..high].iter().map(|m| m.rollout).collect();
+        let mut changed: Vec<usize> = self.timeline.moments[low..high]
+            .iter()
+            .map(|m| m.rollout)
+            .collect();
         changed.sort_unstable();
         changed.dedup();
         changed
@@ -245,7 +250,8 @@ impl Replay {
 
     /// Position just after the call `call_id`, if it is on the timeline.
     pub fn position_of_call(&self, call_id: &str) -> Option<usize> {
-        self.timeline.calls
+        self.timeline
+            .calls
             .iter()
             .position(|call| &**call == call_id)
             .map(|p| p + 1)
@@ -312,7 +318,11 @@ impl Replay {
     /// The analysis of `rollout` at the current position.
     pub fn analysis_at(&self, rollout: usize) -> Analysis {
         let capture = self.capture_at(rollout);
-        let options = crate::load::options_for(&self.timeline.options, &self.timeline.rows, &capture.location);
+        let options = crate::load::options_for(
+            &self.timeline.options,
+            &self.timeline.rows,
+            &capture.location,
+        );
         analyze(capture, &options)
     }
 
@@ -351,7 +361,7 @@ pub struct Judged {
 pub fn judge(request: &JudgeRequest) -> Vec<Judged> {
     let replay = &request.replay;
     let mut results = Vec::with_capacity(request.rollouts.len());
-    crate::load::in_order(
+    crate::pool::in_order(
         &request.rollouts,
         |&(rollout, keep)| {
             let analysis = replay.analysis_at(rollout);
@@ -473,7 +483,10 @@ mod tests {
         );
         let mut replay = Replay::from_store(locations.clone(), VerdictOptions::default());
         assert_eq!(replay.len(), held.len());
-        assert_eq!(replay.timeline.calls, held.timeline.calls, "the same timeline");
+        assert_eq!(
+            replay.timeline.calls, held.timeline.calls,
+            "the same timeline"
+        );
         let Captures::Files { recent, .. } = &replay.timeline.captures else {
             panic!("read back from the files");
         };
