@@ -98,12 +98,16 @@ pub struct Results<T> {
     window: Option<std::sync::Arc<Window>>,
 }
 
-impl<T> Results<T> {
+impl<T> Iterator for Results<T> {
+    type Item = T;
+
     /// The next result, waiting for it; `None` when every item is done.
-    pub fn next(&mut self) -> Option<T> {
+    fn next(&mut self) -> Option<T> {
         self.next_before(None)
     }
+}
 
+impl<T> Results<T> {
     /// The next result if one comes before `deadline`.
     pub fn next_until(&mut self, deadline: Instant) -> Option<T> {
         self.next_before(Some(deadline))
@@ -204,16 +208,9 @@ pub fn in_order<I: Sync, T: Send>(
     mut consume: impl FnMut(T),
 ) {
     let queue = Queue::new(items.iter());
-    run(
-        &queue,
-        Order::Input,
-        |item| work(item),
-        |results| {
-            while let Some(result) = results.next() {
-                consume(result);
-            }
-        },
-    );
+    run(&queue, Order::Input, work, |results| {
+        results.for_each(&mut consume)
+    });
 }
 
 #[cfg(test)]
