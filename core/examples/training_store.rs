@@ -1,5 +1,5 @@
 //! Write a training run's store (the scale benchmarks' shape) into a directory:
-//! `cargo run --release --example training_store -- DIR [ROLLOUTS] [BYTES_PER_ROLLOUT]`
+//! `cargo run --release -p tokscope-core --example training_store -- DIR [ROLLOUTS] [BYTES_PER_ROLLOUT]`
 //! (defaults: 2,000 rollouts, about 2 GB).
 
 fn main() {

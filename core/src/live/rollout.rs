@@ -1,0 +1,217 @@
+//! One rollout followed incrementally: what identifies the version of each file read, and,
+//! while hot, its parsed lines.
+
+use std::time::Duration;
+
+use super::tail::{Change, FileTail};
+use crate::store::RolloutLocation;
+use crate::store::layout::FileKind;
+use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
+use crate::verdict::{Analysis, VerdictOptions, analyze};
+
+/// A rollout whose records file changed this recently when the first scan reads it is being
+/// written: it is kept hot (see [`HOT_ROLLOUTS`]).
+pub const RECENTLY_WRITTEN: Duration = Duration::from_secs(60);
+
+/// One rollout followed incrementally.
+#[derive(Debug)]
+pub struct LiveRollout {
+    pub(super) location: RolloutLocation,
+    pub(super) records: FileTail,
+    intents: FileTail,
+    sentinel: FileTail,
+    state: FileTail,
+    cache: LineCache,
+    pub(super) memo: std::sync::Arc<crate::rebuild::memo::DigestMemo>,
+    /// The state said frozen (or retired) when last read: no call will be appended, so its
+    /// digests are not kept once it is cooled.
+    frozen: bool,
+}
+
+impl LiveRollout {
+    /// Follow the rollout at `location`.
+    pub fn new(location: RolloutLocation) -> LiveRollout {
+        LiveRollout {
+            records: FileTail::records(location.path(FileKind::Records)),
+            intents: FileTail::new(location.path(FileKind::Intents), true),
+            sentinel: FileTail::new(location.path(FileKind::Incomplete), true),
+            state: FileTail::new(location.path(FileKind::State), false),
+            cache: LineCache::kept(),
+            memo: Default::default(),
+            frozen: false,
+            location,
+        }
+    }
+
+    /// Drop the bytes, parsed lines and digests: the rollout is no longer followed closely
+    /// (the files' stamps are kept, so an unchanged rollout is still not read).
+    pub(crate) fn cool(&mut self) {
+        for tail in self.tails_mut() {
+            tail.forget();
+        }
+        self.cache = LineCache::kept();
+        if self.frozen {
+            self.memo.clear();
+        } else {
+            self.memo.cool();
+        }
+    }
+
+    /// A rollout not read before: read it, and its analysis even when it has no file to read.
+    pub(super) fn read_new(&mut self, options: &VerdictOptions) -> Analysis {
+        match self.refresh(options) {
+            Some(analysis) => analysis,
+            None => self.analyze(options),
+        }
+    }
+
+    /// Read a rollout for the first scan. One being written (its records file changed in
+    /// the last [`RECENTLY_WRITTEN`], its state not frozen) is kept hot, its next append
+    /// likely; the others are parsed as `build` parses them and cooled, nothing kept for a
+    /// next read that may never come.
+    pub(super) fn read_first(
+        location: RolloutLocation,
+        options: &VerdictOptions,
+        following: bool,
+    ) -> (Self, Analysis) {
+        let mut rollout = LiveRollout::new(location);
+        let written = following
+            && std::fs::metadata(rollout.location.path(FileKind::Records))
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age < RECENTLY_WRITTEN);
+        if !written {
+            rollout.cache = LineCache::default();
+        }
+        let analysis = rollout.read_new(options);
+        if !written || rollout.frozen {
+            rollout.cool();
+        }
+        (rollout, analysis)
+    }
+
+    /// Memory held for the next read: the small files' bytes, the records file's unfinished
+    /// last line, and (an estimate) the parsed records (0 once cooled).
+    pub fn resident_bytes(&self) -> usize {
+        [&self.state, &self.intents, &self.records, &self.sentinel]
+            .iter()
+            .map(|tail| tail.held_bytes())
+            .sum::<usize>()
+            + self.cache.held_bytes()
+    }
+
+    /// Whether any of its files' bytes were dropped.
+    pub(super) fn is_cold(&self) -> bool {
+        [&self.state, &self.intents, &self.records, &self.sentinel]
+            .iter()
+            .any(|tail| tail.is_cold())
+    }
+
+    fn tails_mut(&mut self) -> [&mut FileTail; 4] {
+        [
+            &mut self.state,
+            &mut self.intents,
+            &mut self.records,
+            &mut self.sentinel,
+        ]
+    }
+
+    /// The analysis now, reading the files of a cooled rollout again.
+    pub(crate) fn analyze_now(&mut self, options: &VerdictOptions) -> Analysis {
+        let mut reread = false;
+        for tail in self.tails_mut() {
+            if tail.is_cold() {
+                tail.reload();
+                reread = true;
+            }
+        }
+        if reread {
+            self.cache.clear();
+            self.forget_digests_unless_continued();
+        }
+        self.analyze(options)
+    }
+
+    /// Read what changed; `Some(analysis)` when anything did.
+    pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
+        // A cooled rollout read again must be read whole: its parsed lines are gone too (any
+        // of its files may have been cooled: one that did not exist then holds nothing).
+        let cold = self.is_cold();
+        let mut changed = false;
+        // State first: the records file then holds at least what the state's index covers,
+        // so a writer caught between its two writes never looks like a bad index.
+        for (kind, tail) in [
+            (FileKind::State, &mut self.state),
+            (FileKind::Intents, &mut self.intents),
+            (FileKind::Records, &mut self.records),
+            (FileKind::Incomplete, &mut self.sentinel),
+        ] {
+            let change = tail.refresh();
+            changed |= change != Change::None;
+            if kind == FileKind::Records && matches!(change, Change::Reread | Change::Removed) {
+                // Earlier lines may have changed: forget their parses (and digests, unless
+                // the file is the one read before, grown).
+                self.cache.clear();
+                if !tail.continued() {
+                    self.memo.clear();
+                }
+            }
+        }
+        if !changed {
+            return None;
+        }
+        Some(if cold {
+            self.analyze_now(options)
+        } else {
+            self.analyze(options)
+        })
+    }
+
+    /// The records file was read whole: its digests hold only if it is the file read
+    /// before, not shorter (a cooled rollout warmed again).
+    fn forget_digests_unless_continued(&mut self) {
+        if !self.records.continued() {
+            self.memo.clear();
+        }
+    }
+
+    /// Files of the rollout that cannot be read, as read issues.
+    fn io_issues(&self) -> Vec<crate::store::ReadIssue> {
+        [
+            (FileKind::State, &self.state),
+            (FileKind::Intents, &self.intents),
+            (FileKind::Records, &self.records),
+            (FileKind::Incomplete, &self.sentinel),
+        ]
+        .into_iter()
+        .filter_map(|(kind, tail)| tail.error().map(|error| io_issue(kind, error)))
+        .collect()
+    }
+
+    /// The analysis of the bytes known now.
+    pub fn analyze(&mut self, options: &VerdictOptions) -> Analysis {
+        let io_issues = self.io_issues();
+        let bytes = FileBytes {
+            state: self.state.bytes(),
+            records: self.records.view(),
+            intents: self.intents.bytes(),
+            sentinel: self.sentinel.bytes(),
+            io_issues: &io_issues,
+        };
+        let capture = capture_from(&self.location, bytes, &mut self.cache);
+        self.frozen = capture.state.frozen || capture.state.retired;
+        // The lines read are parsed and kept: their bytes are not.
+        self.records.settle(self.cache.resume() as u64);
+        let options = VerdictOptions {
+            digest_memo: Some(std::sync::Arc::clone(&self.memo)),
+            ..options.clone()
+        };
+        analyze(capture, &options)
+    }
+
+    /// Bytes read from the records file so far.
+    pub fn records_bytes_read(&self) -> u64 {
+        self.records.bytes_read
+    }
+}
