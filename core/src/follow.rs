@@ -123,9 +123,9 @@ impl Follower {
         {
             return Decision::Tripped(Alarm {
                 event: "alarm",
-                frozen: h.frozen,
-                frozen_masked: h.frozen_masked,
-                fraction: h.frozen_masked as f64 / h.frozen as f64,
+                frozen: h.tally.judged(),
+                frozen_masked: h.tally.masked,
+                fraction: h.frozen_masked_fraction(),
                 limit,
             });
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+use crate::verdict::{Standing, Summary, Tally};
 
 /// Seconds of history in the calls-per-second series.
 pub(crate) const RATE_WINDOW: usize = 60;
@@ -11,21 +11,9 @@ pub(crate) const RATE_WINDOW: usize = 60;
 /// Store-wide counts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Health {
-    /// Rollouts.
-    pub rollouts: usize,
-    /// Frozen (and retired) rollouts masked: final verdicts only, as `build` counts them.
-    pub masked: usize,
-    /// Live rollouts at risk: masked for a reason no later write can cure (SPEC §6).
-    pub at_risk: usize,
-    /// Live rollouts waiting on calls in flight, nothing incurable.
-    pub waiting: usize,
-    /// Rollouts still live.
-    pub live: usize,
-    /// Frozen rollouts, and how many of them are masked.
-    pub frozen: usize,
-    /// Frozen rollouts that are masked.
-    pub frozen_masked: usize,
-    /// Masked (frozen) and at-risk (live) rollouts by mask reason code.
+    /// The rollouts by standing: the one count every surface shows (see [`Standing`]).
+    pub tally: Tally,
+    /// Masked (final) and at-risk (live) rollouts by mask reason code.
     pub masked_by_reason: BTreeMap<&'static str, usize>,
     /// Records.
     pub calls: usize,
@@ -91,24 +79,12 @@ impl Health {
                 value.saturating_sub(by)
             };
         }
-        if s.lifecycle == Lifecycle::Cleared {
+        let standing = s.standing();
+        self.tally.count(standing, sign);
+        if standing == Standing::Cleared {
             return;
         }
-        bump(&mut self.rollouts, 1, sign);
-        let status = s.live_status();
-        let final_masked = status == LiveStatus::Final && s.mask_sample;
-        bump(&mut self.masked, usize::from(final_masked), sign);
-        bump(
-            &mut self.at_risk,
-            usize::from(status == LiveStatus::AtRisk),
-            sign,
-        );
-        bump(
-            &mut self.waiting,
-            usize::from(status == LiveStatus::Waiting),
-            sign,
-        );
-        if final_masked || status == LiveStatus::AtRisk {
+        if matches!(standing, Standing::Masked | Standing::AtRisk) {
             for reason in &s.reasons {
                 bump(
                     self.masked_by_reason.entry(reason.code()).or_default(),
@@ -117,13 +93,8 @@ impl Health {
                 );
             }
         }
-        // Final verdicts (frozen, retired, or unreadable files) count towards the alarm.
-        if s.verdict == Verdict::Pending {
-            bump(&mut self.live, 1, sign);
+        if standing.is_live() {
             bump(&mut self.in_flight, s.open_intents.len(), sign);
-        } else {
-            bump(&mut self.frozen, 1, sign);
-            bump(&mut self.frozen_masked, usize::from(s.mask_sample), sign);
         }
         bump(&mut self.calls, s.records, sign);
         bump(&mut self.prefix_requested, s.prefix.0, sign);
@@ -169,20 +140,21 @@ impl Health {
         h
     }
 
-    /// Masked fraction of frozen rollouts (0 when none is frozen).
-    pub fn frozen_masked_fraction(&self) -> f64 {
-        if self.frozen == 0 {
-            0.0
-        } else {
-            self.frozen_masked as f64 / self.frozen as f64
-        }
+    /// Rollouts of the run (the cleared are not).
+    pub fn rollouts(&self) -> usize {
+        self.tally.rollouts()
     }
 
-    /// Whether the masked fraction of frozen rollouts exceeds `limit`, once at least
-    /// `min_frozen` are frozen (one masked rollout among the first few is not yet a trend).
+    /// Masked fraction of the judged rollouts (0 when none is judged).
+    pub fn frozen_masked_fraction(&self) -> f64 {
+        self.tally.masked_fraction(false)
+    }
+
+    /// Whether the masked fraction of judged rollouts exceeds `limit`, once at least
+    /// `min_frozen` are judged (one masked rollout among the first few is not yet a trend).
     pub fn alarm(&self, limit: Option<f64>, min_frozen: usize) -> bool {
         limit.is_some_and(|limit| {
-            self.frozen >= min_frozen.max(1) && self.frozen_masked_fraction() > limit
+            self.tally.judged() >= min_frozen.max(1) && self.frozen_masked_fraction() > limit
         })
     }
 }
@@ -216,20 +188,24 @@ mod tests {
         );
         let summaries: Vec<Summary> = analyses.iter().map(Summary::of).collect();
         let h = Health::of(&summaries);
-        assert_eq!(h.rollouts, 30);
-        assert_eq!(h.masked, 0, "nothing frozen: no final masked verdict");
+        assert_eq!(h.rollouts(), 30);
+        assert_eq!(h.tally.masked, 0, "nothing frozen: no final masked verdict");
         assert!(
-            h.at_risk > 0 && h.at_risk <= 19,
+            h.tally.at_risk > 0 && h.tally.at_risk <= 19,
             "at risk: incurable reasons only"
         );
-        assert_eq!(h.frozen, 0);
+        assert_eq!(h.tally.judged(), 0);
         assert!(!h.alarm(Some(0.1), 1), "no frozen rollout, no alarm");
         let demo: Vec<Summary> = crate::load::demo_store_analyses()
             .iter()
             .map(Summary::of)
             .collect();
         let d = Health::of(&demo);
-        assert_eq!((d.masked, d.frozen), (6, 12), "as `build` counts them");
+        assert_eq!(
+            (d.tally.masked, d.tally.judged()),
+            (6, 12),
+            "as `build` counts them"
+        );
         assert!(
             d.alarm(Some(0.3), 12) && !d.alarm(Some(0.3), 13),
             "after enough frozen"

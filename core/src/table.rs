@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::text::sanitize;
-use crate::verdict::{Analysis, Lifecycle, Verdict};
+use crate::verdict::{Analysis, Lifecycle, Standing};
 
 /// Column headers.
 const HEADERS: [&str; 7] = [
@@ -25,7 +25,7 @@ const FIXED_WIDTHS: [usize; 5] = [7, 9, 6, 9, 16];
 #[derive(Clone, Debug)]
 pub struct TableWriter {
     widths: [usize; 6],
-    counts: [usize; 3],
+    tally: crate::verdict::Tally,
 }
 
 impl TableWriter {
@@ -43,7 +43,7 @@ impl TableWriter {
         }
         TableWriter {
             widths,
-            counts: [0; 3],
+            tally: crate::verdict::Tally::default(),
         }
     }
 
@@ -71,18 +71,18 @@ impl TableWriter {
 
     /// The line of one rollout (counted for the summary).
     pub fn row(&mut self, analysis: &Analysis) -> String {
-        self.count(analysis.verdict);
+        self.count(analysis.standing());
         self.line(row(analysis).each_ref().map(String::as_str))
     }
 
-    /// Count a verdict for the summary line (when the row was made elsewhere).
-    pub fn count(&mut self, verdict: Verdict) {
-        let slot = match verdict {
-            Verdict::Ok => 0,
-            Verdict::Masked => 1,
-            Verdict::Pending => 2,
-        };
-        self.counts[slot] += 1;
+    /// Count a rollout for the summary line (when the row was made elsewhere).
+    pub fn count(&mut self, standing: Standing) {
+        self.tally.count(standing, 1);
+    }
+
+    /// The rollouts counted so far, by standing.
+    pub fn tally(&self) -> &crate::verdict::Tally {
+        &self.tally
     }
 
     /// The line of one rollout, without counting it (for worker threads).
@@ -92,11 +92,21 @@ impl TableWriter {
 
     /// The summary line.
     pub fn footer(&self) -> String {
-        let [ok, masked, pending] = self.counts;
-        format!(
-            "{}: {ok} ok, {masked} masked, {pending} pending\n",
-            crate::text::count(ok + masked + pending, "rollout", "rollouts")
-        )
+        let t = &self.tally;
+        let mut line = format!(
+            "{}: {} ok, {} masked, {} pending",
+            crate::text::count(t.rollouts() + t.cleared, "rollout", "rollouts"),
+            t.ok,
+            t.masked,
+            t.live_total()
+        );
+        for (n, what) in [(t.retired, "retired"), (t.cleared, "cleared")] {
+            if n > 0 {
+                line.push_str(&format!(", {n} {what}"));
+            }
+        }
+        line.push('\n');
+        line
     }
 }
 

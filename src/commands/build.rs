@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use tokscope_core::load::{analyze_in_order, locate};
 use tokscope_core::observe::Rows;
 use tokscope_core::text::sanitize;
-use tokscope_core::verdict::{Analysis, Lifecycle, Verdict, VerdictOptions};
+use tokscope_core::verdict::{Analysis, Standing, VerdictOptions};
 
 use super::{read_rows, stores_or_demo};
 use crate::cli::{BuildArgs, Format};
 
-/// What `check` needs to know of each rollout.
-pub type Outcome = (Lifecycle, Verdict);
+/// What `check` needs to know of each rollout: where it stands.
+pub type Outcome = Standing;
 
 /// Run `build`.
 pub fn run(args: BuildArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
@@ -68,7 +68,7 @@ pub fn write(
     }
     // `Stdout` (not its lock) so the jsonl writer can run on whichever worker finishes.
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
-    let outcome = |a: &Analysis| (a.lifecycle, a.verdict);
+    let outcome = Analysis::standing;
     let mut outcomes = Vec::with_capacity(locations.len());
     // Each format: what a worker makes of an analysis, the text before, between and after.
     let mut written = Ok(());
@@ -102,7 +102,7 @@ pub fn write(
                 rows,
                 |analysis| (outcome(&analysis), shape.row_line(&analysis)),
                 |(result, line)| {
-                    table.count(result.1);
+                    table.count(result);
                     outcomes.push(result);
                     if written.is_ok() {
                         written = out.write_all(line.as_bytes());

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tokscope_core::verdict::{Lifecycle, Verdict, VerdictOptions};
+use tokscope_core::verdict::{Standing, VerdictOptions};
 
 use super::{read_rows, stores_or_demo};
 use crate::cli::{CheckArgs, Format};
@@ -20,9 +20,7 @@ pub fn run(args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         &rows,
     )?;
     // A final masked verdict fails the gate (retired rollouts were delivered).
-    let failed = outcomes
-        .iter()
-        .any(|&(lifecycle, verdict)| verdict == Verdict::Masked && lifecycle != Lifecycle::Retired);
+    let failed = outcomes.contains(&Standing::Masked);
     Ok(if failed {
         ExitCode::from(1)
     } else {

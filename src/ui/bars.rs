@@ -105,29 +105,34 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             .badge(),
         );
     }
-    // Final verdicts as `build` counts them; live rollouts apart: at risk, waiting, the rest.
+    // One count for every surface (the rollouts by standing): final verdicts as `build`
+    // counts them, retired ones delivered; live rollouts apart: at risk, waiting, the rest.
+    let tally = &t.tally;
     parts.push(Part::text(
         1,
-        count(t.rollouts, "rollout", "rollouts"),
+        count(tally.rollouts(), "rollout", "rollouts"),
         Style::default(),
     ));
-    let share = if t.frozen == 0 {
+    let share = if tally.judged() == 0 {
         "none frozen yet".to_owned()
     } else {
-        format!("{:.0}% of frozen", percent(t.frozen_masked, t.frozen))
+        format!("{:.0}% of frozen", percent(tally.masked, tally.judged()))
     };
     parts.push(
         Part::text(
             0,
-            format!("{} masked ({share})", thousands(t.masked)),
+            format!("{} masked ({share})", thousands(tally.masked)),
             theme.problem(),
         )
-        .or_text(format!("{} masked", thousands(t.masked)), theme.problem()),
+        .or_text(
+            format!("{} masked", thousands(tally.masked)),
+            theme.problem(),
+        ),
     );
-    if t.at_risk > 0 {
+    if tally.at_risk > 0 {
         parts.push(Part::text(
             0,
-            format!("{} at risk", thousands(t.at_risk)),
+            format!("{} at risk", thousands(tally.at_risk)),
             theme.problem(),
         ));
     }
@@ -136,13 +141,25 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             1,
             format!(
                 "{} live ({} waiting)",
-                thousands(t.live),
-                thousands(t.waiting)
+                thousands(tally.live_total()),
+                thousands(tally.waiting)
             ),
             Style::default(),
         )
-        .or_text(format!("{} live", thousands(t.live)), Style::default()),
+        .or_text(
+            format!("{} live", thousands(tally.live_total())),
+            Style::default(),
+        ),
     );
+    for (n, what) in [(tally.retired, "retired"), (tally.cleared, "cleared")] {
+        if n > 0 {
+            parts.push(Part::text(
+                3,
+                format!("{} {what}", thousands(n)),
+                Style::default(),
+            ));
+        }
+    }
     parts.push(
         Part::text(
             3,

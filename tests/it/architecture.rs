@@ -186,16 +186,77 @@ fn module_of(modules: &BTreeSet<String>, path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Module → the modules it uses, for `files` of (module path, text).
+/// Every `pub use` of `code` (a `pub(…) use` too): the path up to its `;`.
+fn pub_uses(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for prefix in ["pub use ", "pub(crate) use ", "pub(super) use "] {
+        for (at, _) in code.match_indices(prefix) {
+            let starts_line = code[..at]
+                .chars()
+                .rev()
+                .take_while(|c| *c != '\n')
+                .all(char::is_whitespace);
+            let rest = &code[at + prefix.len()..];
+            if starts_line && let Some(end) = rest.find(';') {
+                found.push(rest[..end].split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+        }
+    }
+    found
+}
+
+/// The names a module re-exports from its own children: (module, name) → the child module.
+fn reexported(files: &[(String, String)]) -> BTreeMap<(String, String), String> {
+    let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let mut names = BTreeMap::new();
+    for (module, text) in files {
+        let own: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
+        for used in pub_uses(&non_test_code(text)) {
+            let used = used.strip_prefix("self::").unwrap_or(&used);
+            let (path, items) = match used.split_once("::{") {
+                Some((path, items)) => (path.to_owned(), items.trim_end_matches('}').to_owned()),
+                None => match used.rsplit_once("::") {
+                    Some((path, item)) => (path.to_owned(), item.to_owned()),
+                    None => continue,
+                },
+            };
+            let child = module_of(&modules, &join(&own, &path));
+            if child == *module || !modules.contains(&child) {
+                continue;
+            }
+            for item in items.split(',') {
+                // `a as b` is known as `b`.
+                let name = item.split(" as ").last().unwrap_or_default().trim();
+                if !name.is_empty() {
+                    names.insert((module.clone(), name.to_owned()), child.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Module → the modules it uses, for `files` of (module path, text). A name a module
+/// re-exports from a child counts as a use of the child (no alias hides a use).
 fn uses(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let names = reexported(files);
+    let resolve = |path: &str| {
+        let module = module_of(&modules, path);
+        let depth = module.split("::").filter(|s| !s.is_empty()).count();
+        let item = path.split("::").nth(depth).unwrap_or_default();
+        names
+            .get(&(module.clone(), item.to_owned()))
+            .cloned()
+            .unwrap_or(module)
+    };
     files
         .iter()
         .map(|(module, text)| {
             let code = non_test_code(text);
             let used = used_paths(module, &code)
                 .iter()
-                .map(|path| module_of(&modules, path))
+                .map(|path| resolve(path))
                 .filter(|used| used != module)
                 .collect();
             (module.clone(), used)

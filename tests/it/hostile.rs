@@ -160,7 +160,7 @@ fn unreadable_rollouts_count_as_masked_everywhere() {
         );
         assert_eq!(analysis.verdict, tokscope_core::verdict::Verdict::Masked);
     }
-    assert_eq!(health.rollouts, analyses.len());
+    assert_eq!(health.rollouts(), analyses.len());
     assert!(
         health
             .masked_by_reason
@@ -168,7 +168,7 @@ fn unreadable_rollouts_count_as_masked_everywhere() {
             .is_some_and(|&n| n >= 5)
     );
     // They are final verdicts: the alarm counts them.
-    assert!(health.frozen_masked >= 5);
+    assert!(health.tally.masked >= 5);
 }
 
 #[test]

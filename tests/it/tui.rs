@@ -137,7 +137,10 @@ fn navigate_to_a_masked_rollout_and_see_why() {
     keys(&mut app, "m");
     // The problems: masked for good, or (live) at risk — not the ones merely waiting.
     assert!(app.list.rows.iter().all(|&i| app.rollouts[i].problem()));
-    assert_eq!(app.list.rows.len(), app.health.masked + app.health.at_risk);
+    assert_eq!(
+        app.list.rows.len(),
+        app.health.tally.masked + app.health.tally.at_risk
+    );
     assert_eq!(app.list.rows.len(), 17);
     // Cycle to the reason "unresolved_parent_calls" and open the first such rollout.
     while app.list.reason != Some("unresolved_parent_calls") {

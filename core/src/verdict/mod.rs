@@ -3,10 +3,12 @@
 //! The reasons are typed ([`MaskReason`]); the report's JSON shapes live in [`crate::report`].
 
 mod reason;
+mod standing;
 mod summary;
-pub use summary::{LiveStatus, Summary};
+pub use summary::Summary;
 
 pub use reason::MaskReason;
+pub use standing::{LiveStatus, Standing, Tally};
 
 use std::collections::HashMap;
 
@@ -85,9 +87,9 @@ impl Lifecycle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// Frozen and trainable.
+    /// Frozen and trainable, or retired (delivered).
     Ok,
-    /// Frozen (or retired) and masked.
+    /// Frozen (or its files cannot be read) and masked.
     Masked,
     /// Live: the verdict it would get if frozen now is in `mask_sample`, not final.
     Pending,
@@ -304,6 +306,10 @@ fn finish(mut analysis: Analysis) -> Analysis {
         .iter()
         .any(|i| i.fatal && i.kind == crate::store::IssueKind::Io);
     analysis.verdict = match analysis.lifecycle {
+        // Built and delivered before its payload went: tokscope's verdict (and every count)
+        // is delivered, while `mask_sample` stays what the consumer gives now that the
+        // records are gone.
+        Lifecycle::Retired => Verdict::Ok,
         Lifecycle::Live if !unreadable => Verdict::Pending,
         _ if analysis.mask_sample => Verdict::Masked,
         _ => Verdict::Ok,
@@ -375,5 +381,10 @@ impl Analysis {
             self.open_intents,
             self.mask_sample,
         )
+    }
+
+    /// Where it stands in the run's accounting (see [`Standing`]).
+    pub fn standing(&self) -> Standing {
+        Standing::of(self.lifecycle, self.verdict, self.live_status())
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::standing::{LiveStatus, Standing};
 use super::{Analysis, Lifecycle, MaskReason, Verdict};
 use crate::store::{IssueKind, RolloutLocation};
 
@@ -39,46 +40,12 @@ pub struct Summary {
     pub call_seconds: BTreeMap<i64, u32>,
 }
 
-/// What a live rollout's verdict means now (SPEC §6); frozen and retired rollouts are
-/// `Final`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LiveStatus {
-    /// Frozen, retired or cleared: the verdict is final.
-    Final,
-    /// Live, with a reason no later write can cure.
-    AtRisk,
-    /// Live, calls in flight, nothing incurable.
-    Waiting,
-    /// Live, nothing in flight, masked for reasons a later write may cure.
-    Pending,
-    /// Live, and a freeze now would deliver it.
-    Good,
-}
-
-impl LiveStatus {
-    /// The status of a rollout in `lifecycle` masked for `reasons` (mask decision
-    /// `mask_sample`) with `in_flight` intents without records.
-    pub fn of(
-        lifecycle: Lifecycle,
-        reasons: &[MaskReason],
-        in_flight: usize,
-        mask_sample: bool,
-    ) -> LiveStatus {
-        if lifecycle != Lifecycle::Live {
-            LiveStatus::Final
-        } else if reasons.iter().any(|r| !r.curable_while_live()) {
-            LiveStatus::AtRisk
-        } else if in_flight > 0 {
-            LiveStatus::Waiting
-        } else if mask_sample {
-            LiveStatus::Pending
-        } else {
-            LiveStatus::Good
-        }
-    }
-}
-
 impl Summary {
+    /// Where it stands in the run's accounting (see [`Standing`]).
+    pub fn standing(&self) -> Standing {
+        Standing::of(self.lifecycle, self.verdict, self.live_status())
+    }
+
     /// What the verdict means now (see [`LiveStatus`]).
     pub fn live_status(&self) -> LiveStatus {
         LiveStatus::of(
