@@ -167,11 +167,23 @@ pub struct BuildArgs {
 pub struct CheckArgs {
     /// Token-store directories (default: the bundled demo store).
     pub stores: Vec<PathBuf>,
-    /// Keep watching: print a line per verdict change, and exit 1 as soon as more than
-    /// `--max-mask-fraction` of the frozen rollouts is masked (0 when every rollout is
-    /// retired, or on INT, TERM or HUP).
+    /// Keep watching (the kill switch): print a line per verdict change, and exit 1 as soon
+    /// as more than `--max-mask-fraction` of the judged rollouts is masked; only a signal
+    /// (INT, TERM, HUP: status 0) or `--until-idle` ends it otherwise. A store that does not
+    /// exist yet is waited for. Status 3: it can no longer watch.
     #[arg(long)]
     pub follow: bool,
+    /// With `--follow`: also count live rollouts at risk (masked for a reason no later write
+    /// can cure) as masked judged ones, so the run stops before they freeze.
+    #[arg(long, requires = "follow")]
+    pub count_at_risk: bool,
+    /// With `--follow`: print a one-line summary of the run every SECONDS.
+    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = seconds)]
+    pub heartbeat: Option<f64>,
+    /// With `--follow`: exit 0 after SECONDS without a change (scripted replays), unless the
+    /// alarm fired.
+    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = seconds)]
+    pub until_idle: Option<f64>,
     /// With `--follow`: `text` lines, or `jsonl` (one JSON event a line, for log pipelines).
     #[arg(long, value_enum, default_value_t = FollowFormat::Text, requires = "follow")]
     pub format: FollowFormat,
@@ -206,6 +218,9 @@ pub enum Format {
 /// The shortest polling interval accepted: polling faster costs CPU and finds nothing sooner.
 pub const MIN_POLL_MS: u64 = 50;
 
+/// The longest polling interval (an hour): a longer one would never poll in practice.
+pub const MAX_POLL_MS: u64 = 3_600_000;
+
 /// A value clap could not take.
 #[derive(Debug, thiserror::Error)]
 pub enum ArgError {
@@ -215,6 +230,12 @@ pub enum ArgError {
     /// A polling interval below [`MIN_POLL_MS`].
     #[error("{0} ms polls too often; use {MIN_POLL_MS} or more (or no --poll: change events)")]
     PollTooFast(u64),
+    /// A polling interval above [`MAX_POLL_MS`].
+    #[error("{0} ms polls too rarely; use at most {MAX_POLL_MS} (an hour)")]
+    PollTooSlow(u64),
+    /// Not a number of seconds between 0.1 and a day.
+    #[error("{0} is not a number of seconds between 0.1 and 86400")]
+    NotSeconds(String),
     /// A pace that is negative, NaN or over an hour.
     #[error("{0} is not a pace in seconds between 0 and 3600")]
     NotAPace(String),
@@ -223,12 +244,25 @@ pub enum ArgError {
     NotAFraction(String),
 }
 
+fn seconds(text: &str) -> Result<f64, ArgError> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| ArgError::NotANumber(text.to_owned()))?;
+    if !(0.1..=86_400.0).contains(&value) {
+        return Err(ArgError::NotSeconds(text.to_owned()));
+    }
+    Ok(value)
+}
+
 fn poll_ms(text: &str) -> Result<u64, ArgError> {
     let ms: u64 = text
         .parse()
         .map_err(|_| ArgError::NotANumber(text.to_owned()))?;
     if ms < MIN_POLL_MS {
         return Err(ArgError::PollTooFast(ms));
+    }
+    if ms > MAX_POLL_MS {
+        return Err(ArgError::PollTooSlow(ms));
     }
     Ok(ms)
 }

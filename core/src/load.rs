@@ -103,3 +103,15 @@ pub(crate) fn demo_store_analyses() -> Vec<Analysis> {
     let locations = locate(&[store], &[]).unwrap_or_default();
     analyze_all(&locations, &VerdictOptions::default())
 }
+
+/// The conformance store whose rollouts are all live, several at risk (for unit tests).
+#[cfg(test)]
+pub(crate) fn at_risk_summaries() -> Vec<crate::verdict::Summary> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/conformance/store-1-0");
+    let locations = locate(&[dir], &[]).unwrap_or_default();
+    analyze_all(&locations, &VerdictOptions::default())
+        .iter()
+        .map(crate::verdict::Summary::of)
+        .collect()
+}

@@ -43,9 +43,47 @@ pub fn path(path: &std::path::Path) -> String {
     sanitize(&path.display().to_string()).into_owned()
 }
 
+/// `time` in UTC as RFC 3339 with milliseconds (`2026-12-01T19:57:12.345Z`), so a log line
+/// lines up with the trainer's.
+pub fn utc_timestamp(time: std::time::SystemTime) -> String {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, in_day) = (seconds / 86_400, seconds % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600,
+        in_day / 60 % 60,
+        in_day % 60,
+        since.subsec_millis()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_timestamps_are_rfc_3339() {
+        use std::time::{Duration, UNIX_EPOCH};
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        // 2026-12-01T19:57:12.345Z, and a leap day.
+        let at = UNIX_EPOCH + Duration::from_millis(1_796_155_032_345);
+        assert_eq!(utc_timestamp(at), "2026-12-01T19:57:12.345Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(utc_timestamp(leap), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn escapes_terminal_control() {

@@ -30,6 +30,8 @@ pub struct Live {
     pub in_flight_since: HashMap<usize, HashMap<String, Instant>>,
     /// Followed directories that were deleted or renamed away (until they are back).
     pub gone: std::collections::BTreeSet<std::path::PathBuf>,
+    /// Followed directories polled because their change events cannot be had.
+    pub polled: std::collections::BTreeSet<std::path::PathBuf>,
 }
 
 impl Live {
@@ -205,6 +207,13 @@ impl App {
                 StoreEvent::StoreBack(dir) => {
                     self.message = Some(Notice::StoreBack(dir.clone()));
                     self.live.gone.remove(&dir);
+                }
+                StoreEvent::Polling { dir, reason } => {
+                    self.message = Some(Notice::Polling {
+                        dir: dir.clone(),
+                        reason,
+                    });
+                    self.live.polled.insert(dir);
                 }
             }
         }

@@ -62,6 +62,13 @@ pub enum Notice {
     TokenText(super::TokenText),
     /// The rollout has no build (its records could not be read): nothing to compare.
     NoBuild,
+    /// A followed directory is polled: its change events cannot be had.
+    Polling {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The list's filters were cleared to show the rollout asked for.
     FiltersCleared,
     /// The token mark was set at a position, or cleared.

@@ -73,6 +73,11 @@ fn mode_badge(app: &App, theme: Theme) -> Option<Part> {
                 ),
                 theme.heading().patch(theme.selected()),
             )
+        } else if live.ready && !live.polled.is_empty() {
+            (
+                "● LIVE (polling) ".to_owned(),
+                theme.good().patch(theme.selected()),
+            )
         } else if live.ready {
             ("● LIVE ".to_owned(), theme.good().patch(theme.selected()))
         } else {

@@ -145,6 +145,11 @@ pub(crate) fn notice(notice: &Notice) -> String {
                 .into()
         }
         Notice::FiltersCleared => "the list's filters were cleared to show it".into(),
+        Notice::Polling { dir, reason } => format!(
+            "{}: no change events ({}): polled every second instead",
+            tokscope_core::text::sanitize(&dir.display().to_string()),
+            tokscope_core::text::sanitize(reason)
+        ),
         Notice::TokensOnly => "that key works in the token pane (Tab to it)".into(),
         Notice::NothingToYank => {
             "nothing to yank here (Y yanks decoded text with --tokenizer)".into()

@@ -29,6 +29,14 @@ pub enum StoreEvent {
     StoreGone(PathBuf),
     /// A followed directory is there again (recreated or renamed back): followed anew.
     StoreBack(PathBuf),
+    /// Change events cannot be had for a followed directory (the watch or instance limit,
+    /// a file system without them): it is polled instead, every [`super::watch::FALLBACK_POLL`].
+    Polling {
+        /// The directory.
+        dir: PathBuf,
+        /// Why its events cannot be had.
+        reason: String,
+    },
 }
 
 impl StoreEvent {

@@ -64,6 +64,9 @@ pub struct WatchOptions {
     pub verdict: VerdictOptions,
     /// Rollout rows outside the store directories (those inside are found and followed).
     pub rows: Vec<PathBuf>,
+    /// Take no change events even in [`WatchMode::Events`]: poll every directory as when
+    /// events cannot be had (`TOKSCOPE_NO_EVENTS`; the fallback, tried on purpose).
+    pub no_events: bool,
 }
 
 impl Default for WatchOptions {
@@ -73,6 +76,7 @@ impl Default for WatchOptions {
             coalesce: Duration::from_millis(25),
             verdict: VerdictOptions::default(),
             rows: Vec::new(),
+            no_events: false,
         }
     }
 }
@@ -196,26 +200,77 @@ impl Presence {
     }
 }
 
-/// Report directories gone or back; follow the ones back anew (events mode re-subscribes).
+/// How often a directory whose change events cannot be had is polled instead.
+pub const FALLBACK_POLL: Duration = Duration::from_secs(1);
+
+/// The followed directories whose change events cannot be had, polled instead.
+#[derive(Default)]
+struct Unwatched {
+    dirs: Vec<PathBuf>,
+    polled: Option<Instant>,
+}
+
+impl Unwatched {
+    /// Subscribe to `dir`'s events; when that fails, poll it (and say so). A directory that
+    /// does not exist (yet) is no failure: its appearance is seen by the presence check.
+    fn watch(
+        &mut self,
+        watcher: Option<&mut notify::RecommendedWatcher>,
+        dir: &std::path::Path,
+        sender: &Sender<StoreEvent>,
+    ) {
+        let reason = match watcher {
+            None => "no change events on this system".to_owned(),
+            Some(watcher) => {
+                let _ = watcher.unwatch(dir);
+                match watcher.watch(dir, RecursiveMode::NonRecursive) {
+                    Ok(()) => {
+                        self.dirs.retain(|d| d != dir);
+                        return;
+                    }
+                    Err(_) if !dir.exists() => return,
+                    Err(error) => error.to_string(),
+                }
+            }
+        };
+        if !self.dirs.iter().any(|d| d == dir) {
+            self.dirs.push(dir.to_path_buf());
+            let _ = sender.send(StoreEvent::Polling {
+                dir: dir.to_path_buf(),
+                reason,
+            });
+        }
+    }
+
+    /// Whether the polled directories are due a rescan now.
+    fn due(&mut self) -> bool {
+        if self.dirs.is_empty() {
+            return false;
+        }
+        let due = self.polled.is_none_or(|at| at.elapsed() >= FALLBACK_POLL);
+        if due {
+            self.polled = Some(Instant::now());
+        }
+        due
+    }
+}
+
+/// Report directories gone or back; follow the ones back anew (events mode re-subscribes,
+/// and polls a directory it cannot subscribe to).
 fn send_presence(
     sender: &Sender<StoreEvent>,
     presence: &mut Presence,
-    watcher: Option<&mut notify::RecommendedWatcher>,
+    mut watcher: Option<&mut notify::RecommendedWatcher>,
+    unwatched: &mut Unwatched,
     store: &mut LiveStore,
 ) -> bool {
     let (gone, back) = presence.check();
     if gone.is_empty() && back.is_empty() {
         return true;
     }
-    if let Some(watcher) = watcher {
+    if watcher.is_some() {
         for dir in &back {
-            let _ = watcher.unwatch(dir);
-            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                let _ = sender.send(StoreEvent::Error(format!(
-                    "{}: cannot watch ({error})",
-                    dir.display()
-                )));
-            }
+            unwatched.watch(watcher.as_deref_mut(), dir, sender);
         }
     }
     let events = gone
@@ -255,31 +310,33 @@ fn run(
     let mut store =
         LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
     store.set_following(!matches!(options.mode, WatchMode::Once));
-    // Subscribe before the first scan, so nothing written during it is missed.
+    // Subscribe before the first scan, so nothing written during it is missed. Where change
+    // events cannot be had (no watcher: the instance limit; a directory: the watch limit),
+    // the directory is polled instead: never blind.
+    let mut unwatched = Unwatched::default();
     let mut watcher = match options.mode {
-        WatchMode::Events => match notify::recommended_watcher(move |event| {
+        WatchMode::Events if !options.no_events => notify::recommended_watcher(move |event| {
             let _ = fs_sender.send(Input::Fs(event));
-        }) {
-            Ok(watcher) => Some(watcher),
-            Err(error) => {
-                let _ = sender.send(StoreEvent::Error(format!(
-                    "cannot watch for changes ({error}); use --poll MS"
-                )));
-                None
-            }
-        },
-        WatchMode::Poll(_) | WatchMode::Once => None,
+        })
+        .map_err(|error| error.to_string()),
+        WatchMode::Events => Err("change events turned off".to_owned()),
+        WatchMode::Poll(_) | WatchMode::Once => Err(String::new()),
     };
-    if let Some(watcher) = watcher.as_mut() {
+    if matches!(options.mode, WatchMode::Events) {
         for dir in &dirs {
-            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                let _ = sender.send(StoreEvent::Error(format!(
-                    "{}: cannot watch ({error})",
-                    dir.display()
-                )));
+            match watcher.as_mut() {
+                Ok(watcher) => unwatched.watch(Some(watcher), dir, &sender),
+                Err(reason) => {
+                    unwatched.dirs.push(dir.clone());
+                    let _ = sender.send(StoreEvent::Polling {
+                        dir: dir.clone(),
+                        reason: format!("cannot watch for changes ({reason})"),
+                    });
+                }
             }
         }
     }
+    let mut watcher = watcher.ok();
     // File-system events and replay requests that arrive during the first scan wait; what
     // the UI looks at is read first.
     let mut held = Vec::new();
@@ -346,7 +403,7 @@ fn run(
                         Err(RecvTimeoutError::Disconnected) => return,
                     }
                 }
-                if !send_presence(&sender, &mut presence, None, &mut store) {
+                if !send_presence(&sender, &mut presence, None, &mut unwatched, &mut store) {
                     return;
                 }
                 // Compared with the stamp taken when the rows were read, not when polling
@@ -362,8 +419,23 @@ fn run(
         WatchMode::Events => {
             while !stop.load(Ordering::Relaxed) {
                 // Deleting or renaming a watched directory ends its events: check it directly.
-                if !send_presence(&sender, &mut presence, watcher.as_mut(), &mut store) {
+                if !send_presence(
+                    &sender,
+                    &mut presence,
+                    watcher.as_mut(),
+                    &mut unwatched,
+                    &mut store,
+                ) {
                     return;
+                }
+                // Directories without change events are polled.
+                if unwatched.due() {
+                    if store.rows_moved() && !send_rows(&sender, &mut store) {
+                        return;
+                    }
+                    if !send_all(&sender, store.rescan()) {
+                        return;
+                    }
                 }
                 let first = match held.pop() {
                     Some(event) => Input::Fs(event),
