@@ -626,3 +626,176 @@ pub fn mkfifo(path: &Path) {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
 }
+
+/// A store driven through the reference writer's lifecycle, step by step (`store.py`,
+/// `delivery.py`): stale ids cleared before dispatch (only the lock stays), each call's intent
+/// then its record, the freeze when a rollout finishes, and the retirement of what delivers
+/// (payload deleted, frozen tombstone kept); a masked rollout keeps its evidence.
+#[derive(Clone, Debug)]
+pub struct RunWriter {
+    /// The store directory (created on the first write, as the writer does).
+    pub dir: std::path::PathBuf,
+}
+
+/// How a simulated training run goes.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// Rollout ids are `{prefix}{n}`.
+    pub prefix: String,
+    /// Rollouts written.
+    pub rollouts: usize,
+    /// Every `masked_every`-th rollout (counting from 1) loses a call: frozen masked.
+    pub masked_every: Option<usize>,
+    /// Calls a rollout.
+    pub calls: usize,
+    /// Delivered rollouts are retired (else they stay frozen).
+    pub retire: bool,
+    /// Pause between rollouts.
+    pub pace: std::time::Duration,
+}
+
+impl RunWriter {
+    /// A writer for the store at `dir`.
+    pub fn new(dir: &Path) -> RunWriter {
+        RunWriter {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn path(&self, id: &str, suffix: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{id}{suffix}"))
+    }
+
+    fn lock(&self, id: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(id, ".tokens.lock"))
+            .map(drop)
+    }
+
+    fn state(&self, id: &str) -> Value {
+        std::fs::read(self.path(id, ".tokens.state.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_else(|| {
+                json!({"entry_digests": {}, "frozen": false, "incomplete": false,
+                       "indexed_size": 0, "retired": false, "snapshot_id": "", "version": 0})
+            })
+    }
+
+    /// Written aside and renamed over, as the writer replaces its state.
+    fn write_state(&self, id: &str, state: &Value) -> std::io::Result<()> {
+        let aside = self.dir.join(format!(".tokens-state-{id}"));
+        std::fs::write(&aside, format!("{state}\n"))?;
+        std::fs::rename(aside, self.path(id, ".tokens.state.json"))
+    }
+
+    fn append_line(&self, path: &Path, line: &str) -> std::io::Result<u64> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        file.write_all(line.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_data()?;
+        Ok(file.metadata()?.len())
+    }
+
+    /// `clear_token_captures_for_rollouts`: every file of `id` deleted but its lock.
+    pub fn clear(&self, id: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        for suffix in [
+            ".tokens.jsonl",
+            ".tokens.incomplete",
+            ".tokens.intents",
+            ".tokens.state.json",
+        ] {
+            let _ = std::fs::remove_file(self.path(id, suffix));
+        }
+        Ok(())
+    }
+
+    /// `begin_call`: the call's intent, before it is dispatched.
+    pub fn begin_call(&self, id: &str, call_id: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        self.append_line(&self.path(id, ".tokens.intents"), call_id)
+            .map(drop)
+    }
+
+    /// `append`: the call's record, then the state's index.
+    pub fn append(&self, id: &str, call: &Call) -> std::io::Result<()> {
+        self.lock(id)?;
+        let size = self.append_line(&self.path(id, ".tokens.jsonl"), &call.to_line(id))?;
+        let mut state = self.state(id);
+        state["indexed_size"] = json!(size);
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, &state)
+    }
+
+    /// `freeze_now`: the snapshot is taken.
+    pub fn freeze(&self, id: &str) -> std::io::Result<()> {
+        let mut state = self.state(id);
+        state["frozen"] = json!(true);
+        state["snapshot_id"] = json!(format!("snap-{id}"));
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, &state)
+    }
+
+    /// `drop` after durable handoff: the payload deleted, a frozen tombstone kept.
+    pub fn retire(&self, id: &str) -> std::io::Result<()> {
+        for suffix in [".tokens.jsonl", ".tokens.incomplete", ".tokens.intents"] {
+            let _ = std::fs::remove_file(self.path(id, suffix));
+        }
+        let mut state = self.state(id);
+        state["indexed_size"] = json!(0);
+        state["entry_digests"] = json!({});
+        state["retired"] = json!(true);
+        self.write_state(id, &state)
+    }
+
+    /// One rollout of the run, start to end: cleared, its calls (the last one lost when
+    /// `masked`), frozen, and retired when it delivers and `retire`.
+    pub fn rollout(
+        &self,
+        id: &str,
+        calls: usize,
+        masked: bool,
+        retire: bool,
+    ) -> std::io::Result<()> {
+        self.clear(id)?;
+        let mut rng = Rng::new(id.bytes().map(u64::from).sum::<u64>() + 1);
+        let rollout = linear_rollout(id, calls.max(1), &mut rng, 5, false, true);
+        for call in &rollout.calls {
+            self.begin_call(id, &call.id)?;
+            self.append(id, call)?;
+        }
+        if masked {
+            // Dispatched, and its record never came: the freeze masks the rollout.
+            self.begin_call(id, &format!("{id}-lost"))?;
+        }
+        self.freeze(id)?;
+        if retire && !masked {
+            self.retire(id)?;
+        }
+        Ok(())
+    }
+
+    /// Run `plan`; the number of rollouts masked.
+    pub fn run(&self, plan: &RunPlan) -> std::io::Result<usize> {
+        let mut masked = 0;
+        for n in 1..=plan.rollouts {
+            let lose = plan.masked_every.is_some_and(|every| n % every == 0);
+            masked += usize::from(lose);
+            self.rollout(
+                &format!("{}{n}", plan.prefix),
+                plan.calls,
+                lose,
+                plan.retire,
+            )?;
+            std::thread::sleep(plan.pace);
+        }
+        Ok(masked)
+    }
+}

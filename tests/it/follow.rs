@@ -157,3 +157,255 @@ fn without_follow_check_is_unchanged_and_follow_options_need_it() {
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&output.stdout).contains("1 rollout: 1 ok"));
 }
+
+/// How `check --follow` notices changes in a lifecycle test.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Events,
+    Poll,
+    /// Change events refused: the fallback to polling.
+    NoEvents,
+}
+
+fn spawn_in(mode: Mode, dir: &Path, extra: &[&str]) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tokscope"));
+    command.arg("check").arg("--follow").args(extra);
+    match mode {
+        Mode::Events => {}
+        Mode::Poll => {
+            command.args(["--poll", "100"]);
+        }
+        Mode::NoEvents => {
+            command.env("TOKSCOPE_NO_EVENTS", "1");
+        }
+    }
+    command
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The build table's footer counts: (rollouts, ok, masked, pending, retired, cleared).
+fn footer_counts(dir: &Path) -> (String, Option<i32>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .arg("check")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let footer = text.lines().last().unwrap_or_default().to_owned();
+    (footer, output.status.code())
+}
+
+/// The explorer's counts of the store as it is (its header and health strip).
+fn explorer_tally(dir: &Path) -> tokscope_core::verdict::Tally {
+    let stores = vec![dir.to_path_buf()];
+    let analyses = tokscope_core::load::analyze_all(
+        &tokscope_core::load::locate(&stores, &[]).unwrap(),
+        &Default::default(),
+    );
+    let app = tokscope::app::App::new(
+        stores,
+        analyses,
+        Default::default(),
+        crate::common::viewport(120, 40),
+    );
+    app.health.tally
+}
+
+/// The last heartbeat's tally in a jsonl log.
+fn last_heartbeat(log: &str) -> serde_json::Value {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "heartbeat")
+        .last()
+        .map(|e| e["tally"].clone())
+        .unwrap_or_else(|| panic!("no heartbeat in {log}"))
+}
+
+fn read_all(child: &mut Child) -> (String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (out, err)
+}
+
+#[test]
+fn a_healthy_run_that_retires_what_it_delivers_is_never_killed() {
+    for mode in [Mode::Events, Mode::Poll] {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("store");
+        let writer = tokscope_testkit::RunWriter::new(&dir);
+        // What an earlier run left: tombstones, and ids cleared down to their lock.
+        writer.rollout("old-1", 2, false, true).unwrap();
+        writer.clear("old-2").unwrap();
+        let mut child = spawn_in(
+            mode,
+            &dir,
+            &[
+                "--max-mask-fraction",
+                "0.2",
+                "--min-frozen",
+                "5",
+                "--until-idle",
+                "2",
+                "--heartbeat",
+                "0.2",
+                "--format",
+                "jsonl",
+            ],
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(
+            child.try_wait().unwrap(),
+            None,
+            "{mode:?}: only tombstones and locks: still watching"
+        );
+        // 15 delivered and retired, then 5 frozen ok not handed off yet.
+        let plan = |prefix: &str, retire| tokscope_testkit::RunPlan {
+            prefix: prefix.to_owned(),
+            rollouts: if retire { 15 } else { 5 },
+            masked_every: None,
+            calls: 3,
+            retire,
+            pace: Duration::from_millis(20),
+        };
+        writer.run(&plan("r", true)).unwrap();
+        writer.run(&plan("f", false)).unwrap();
+        let code = wait(&mut child, Duration::from_secs(20));
+        let (log, err) = read_all(&mut child);
+        assert_eq!(
+            code,
+            Some(0),
+            "{mode:?}: a healthy run is not killed\n{err}"
+        );
+        assert!(!log.contains("\"alarm\""), "{log}");
+        // The kill switch, the table and the explorer agree on every count.
+        let tally = last_heartbeat(&log);
+        let (footer, status) = footer_counts(&dir);
+        assert_eq!(status, Some(0), "check passes: {footer}");
+        assert_eq!(
+            footer,
+            "22 rollouts: 5 ok, 0 masked, 0 pending, 16 retired, 1 cleared"
+        );
+        let explorer = explorer_tally(&dir);
+        assert_eq!(tally, serde_json::to_value(explorer).unwrap(), "{mode:?}");
+        assert_eq!(
+            (explorer.ok, explorer.retired, explorer.cleared),
+            (5, 16, 1)
+        );
+    }
+}
+
+#[test]
+fn the_kill_switch_trips_iff_the_judged_masked_fraction_crosses_the_limit() {
+    let cases = [
+        (Mode::Events, Some(10), false),
+        (Mode::Events, Some(3), true),
+        (Mode::Poll, Some(10), false),
+        (Mode::Poll, Some(3), true),
+        (Mode::NoEvents, Some(10), false),
+        (Mode::NoEvents, Some(3), true),
+    ];
+    std::thread::scope(|scope| {
+        for (mode, masked_every, trips) in cases {
+            scope.spawn(move || lifecycle_case(mode, masked_every, trips));
+        }
+    });
+}
+
+/// A run through the whole lifecycle: the store created after the watch starts, stale ids
+/// cleared, rollouts written, frozen and retired, the store deleted and recreated, ids reused.
+fn lifecycle_case(mode: Mode, masked_every: Option<usize>, trips: bool) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("store");
+    let mut child = spawn_in(
+        mode,
+        &dir,
+        &[
+            "--max-mask-fraction",
+            "0.2",
+            "--min-frozen",
+            "5",
+            "--until-idle",
+            "2.5",
+            "--heartbeat",
+            "0.2",
+            "--format",
+            "jsonl",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        child.try_wait().unwrap(),
+        None,
+        "{mode:?}: a store that does not exist yet is waited for"
+    );
+    let writer = tokscope_testkit::RunWriter::new(&dir);
+    let plan = tokscope_testkit::RunPlan {
+        prefix: "a".to_owned(),
+        rollouts: 9,
+        masked_every,
+        calls: 3,
+        retire: true,
+        pace: Duration::from_millis(30),
+    };
+    writer.run(&plan).unwrap();
+    // The store deleted and made again: the same ids are written anew.
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let again = tokscope_testkit::RunPlan {
+        rollouts: 30,
+        ..plan
+    };
+    let masked = writer.run(&again).unwrap();
+    let code = wait(&mut child, Duration::from_secs(30));
+    let (log, err) = read_all(&mut child);
+    let fraction = masked as f64 / again.rollouts as f64;
+    assert_eq!(fraction > 0.2, trips, "the case is what it says");
+    assert_eq!(
+        code,
+        Some(if trips { 1 } else { 0 }),
+        "{mode:?}, {masked} of {} masked\n{err}\n{log}",
+        again.rollouts
+    );
+    if let Mode::NoEvents = mode {
+        assert!(err.contains("polling it every second"), "{err}");
+    }
+    if trips {
+        let alarm = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "alarm")
+            .expect("an alarm event");
+        assert!(alarm["ts"].as_str().is_some_and(|ts| ts.ends_with('Z')));
+        assert_eq!(alarm["reasons"][0][0], "capture_incomplete", "{alarm}");
+        assert_eq!(log.matches("\"alarm\"").count(), 1, "once");
+        return;
+    }
+    // Not tripped: the kill switch, the table and the explorer agree on every count of the
+    // store as it is (the deleted store's rollouts are gone from it).
+    let tally = last_heartbeat(&log);
+    let explorer = explorer_tally(&dir);
+    for field in ["ok", "masked", "retired", "at_risk", "waiting", "live"] {
+        assert_eq!(
+            tally[field],
+            serde_json::to_value(explorer).unwrap()[field],
+            "{mode:?} {field}: {tally} vs {explorer:?}"
+        );
+    }
+    let (footer, status) = footer_counts(&dir);
+    assert_eq!(status, Some(1), "check fails on any masked frozen rollout");
+    assert_eq!(
+        footer,
+        format!(
+            "30 rollouts: 0 ok, {} masked, 0 pending, {} retired",
+            explorer.masked, explorer.retired
+        )
+    );
+    assert_eq!(explorer.masked, masked);
+}
