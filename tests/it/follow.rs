@@ -218,9 +218,9 @@ fn explorer_tally(dir: &Path) -> tokscope_core::verdict::Tally {
 /// The last heartbeat's tally in a jsonl log.
 fn last_heartbeat(log: &str) -> serde_json::Value {
     log.lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|e| e["event"] == "heartbeat")
-        .last()
+        .find(|e| e["event"] == "heartbeat")
         .map(|e| e["tally"].clone())
         .unwrap_or_else(|| panic!("no heartbeat in {log}"))
 }
