@@ -196,6 +196,36 @@ impl Config {
 pub struct State {
     /// The stores' canonical paths (one a line) and what was shown of them.
     pub stores: Vec<(String, Remembered)>,
+    /// The file at the path could not be read as a state (too large, not JSON, not a file):
+    /// it is left as it is, never replaced.
+    #[serde(skip)]
+    pub unreadable: bool,
+}
+
+/// Why the state was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The state's directory is (inside) a store.
+    #[error("state file {path}: {refusal}")]
+    InStore {
+        /// The state file.
+        path: String,
+        /// Why the directory is refused.
+        refusal: crate::app::output::Refusal,
+    },
+    /// The file there is not a state tokscope wrote: kept as it is.
+    #[error(
+        "state file {0}: not a state tokscope can read (too large, not JSON or not a file); left as it is"
+    )]
+    Unreadable(String),
+    /// Writing failed.
+    #[error("state file {path}: {source}")]
+    Io {
+        /// The state file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
 }
 
 /// The key of a set of stores in the state file.
@@ -216,22 +246,53 @@ pub fn stores_key(stores: &[PathBuf]) -> String {
 const REMEMBERED: usize = 64;
 
 impl State {
-    /// The state at `path` (empty when missing or unreadable: it is only a convenience).
+    /// The state at `path` (empty when missing; empty and [`State::unreadable`] when the
+    /// file there cannot be read as one: it is only a convenience).
     pub fn load(path: &Path) -> State {
-        read_small(path)
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
+        match read_small(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
+            read => read
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or(State {
+                    unreadable: true,
+                    ..State::default()
+                }),
+        }
     }
 
-    /// Write the state to `path` whole (a temporary file renamed over it).
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+    /// Write the state to `path` whole: never into a store (`stores`, or a directory that
+    /// holds token files), never over a file it could not read, under a fresh name (created
+    /// exclusively, never through a symlink), synced, then renamed over.
+    pub fn save(&self, path: &Path, stores: &[PathBuf]) -> Result<(), StateError> {
+        let shown = || tokscope_core::text::path(path);
+        let io = |source| StateError::Io {
+            path: shown(),
+            source,
+        };
+        if self.unreadable {
+            return Err(StateError::Unreadable(shown()));
         }
-        let temporary = path.with_extension(format!("json.{}", std::process::id()));
-        std::fs::write(&temporary, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(&temporary, path)
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(io(std::io::Error::other("no file name")));
+        };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let dir = dir.canonicalize().map_err(io)?;
+        crate::app::output::check_outside_stores(&dir, stores).map_err(|refusal| {
+            StateError::InStore {
+                path: shown(),
+                refusal,
+            }
+        })?;
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(e.into()))?;
+        crate::app::output::replace(&dir, &name.to_string_lossy(), &bytes, None)
+            .map(drop)
+            .map_err(io)
     }
 
     /// What is remembered of the stores `key` names.
@@ -327,12 +388,70 @@ mod tests {
             state.remember(format!("z{n:03}"), Remembered::default());
         }
         state.remember("a".into(), what.clone());
-        state.save(&path).unwrap();
+        state.save(&path, &[]).unwrap();
         let again = State::load(&path);
         assert!(again.stores.len() <= REMEMBERED);
         assert_eq!(again.get("a"), Some(&what));
         assert_eq!(again.get("z000"), None, "the least recent is forgotten");
         std::fs::write(&path, "{garbage").unwrap();
         assert!(State::load(&path).stores.is_empty());
+    }
+
+    #[test]
+    fn the_state_never_goes_into_a_store_nor_over_a_file_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // Inside a store: named, or found by its token files.
+        let store = dir.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        std::fs::write(store.join("r.tokens.jsonl"), b"").unwrap();
+        let inside = store.join("state.json");
+        let state = State::default();
+        assert!(matches!(
+            state.save(&inside, std::slice::from_ref(&store)),
+            Err(StateError::InStore { .. })
+        ));
+        assert!(matches!(
+            state.save(&inside, &[]),
+            Err(StateError::InStore { .. })
+        ));
+        assert!(!inside.exists(), "nothing was created in the store");
+        // A symlink planted where a temporary file would go is never followed: the
+        // temporary name is fresh, and the target is replaced by rename.
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let victim = store.join("r.tokens.jsonl");
+        std::os::unix::fs::symlink(
+            &victim,
+            home.join(format!("state.json.{}", std::process::id())),
+        )
+        .unwrap();
+        state
+            .save(&home.join("state.json"), &[store.clone()])
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"",
+            "the store file is untouched"
+        );
+        // A state file over 1 MiB (or not JSON) is left as it is.
+        let big = home.join("big.json");
+        std::fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
+        let loaded = State::load(&big);
+        assert!(loaded.unreadable);
+        assert!(matches!(
+            loaded.save(&big, &[]),
+            Err(StateError::Unreadable(_))
+        ));
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), (1 << 20) + 1);
+        // A directory at the path: an error, and no litter.
+        let taken = home.join("taken");
+        std::fs::create_dir(&taken).unwrap();
+        assert!(State::default().save(&taken, &[]).is_err());
+        let litter = std::fs::read_dir(&home)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("tokscope-"))
+            .count();
+        assert_eq!(litter, 0);
     }
 }

@@ -79,6 +79,9 @@ pub fn export(
         path: path.to_path_buf(),
         reason: error.to_string(),
     };
+    if path.as_os_str().is_empty() || path.to_string_lossy().trim().is_empty() {
+        return Err(ExportError::NoFileName);
+    }
     let target = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -91,12 +94,10 @@ pub fn export(
     let parent = parent
         .canonicalize()
         .map_err(|e| directory_error(parent, e))?;
-    for store in stores {
-        if let Ok(store) = store.canonicalize()
-            && parent.starts_with(&store)
-        {
-            return Err(ExportError::InsideStore);
-        }
+    // By device and inode (a bind mount or another path to a store is the store), and any
+    // directory that holds token files (a store not on the command line).
+    if super::output::check_outside_stores(&parent, stores).is_err() {
+        return Err(ExportError::InsideStore);
     }
     let json = match what {
         ExportKind::Report => serde_json::to_vec_pretty(&analysis.report()),
@@ -121,30 +122,19 @@ pub fn export(
         Ok(_) if !overwrite => return Err(ExportError::Exists(final_path)),
         Ok(meta) => {
             // Replace by rename: the old name's inode (perhaps hard-linked elsewhere) is
-            // never truncated or written, and readers see the old or the new file whole.
-            let temporary = parent.join(format!(
-                ".{}.tokscope-{}.tmp",
-                file_name.to_string_lossy(),
-                std::process::id()
-            ));
-            let _ = std::fs::remove_file(&temporary);
-            // The replacement keeps the replaced file's permissions.
-            let written = write_new(&temporary, &json)
-                .and_then(|()| std::fs::set_permissions(&temporary, meta.permissions()));
-            if let Err(error) = written {
-                let _ = std::fs::remove_file(&temporary);
-                return Err(write_error(error.to_string()));
-            }
-            return std::fs::rename(&temporary, &final_path)
-                .map(|()| final_path.clone())
-                .map_err(|e| {
-                    let _ = std::fs::remove_file(&temporary);
-                    write_error(e.to_string())
-                });
+            // never truncated or written, and readers see the old or the new file whole. The
+            // replacement keeps the replaced file's permissions.
+            return super::output::replace(
+                &parent,
+                &file_name.to_string_lossy(),
+                &json,
+                Some(meta.permissions()),
+            )
+            .map_err(|e| write_error(e.to_string()));
         }
         Err(_) => {}
     }
-    write_new(&final_path, &json).map_err(|e| {
+    super::output::write_new(&final_path, &json).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
             ExportError::Symlink(final_path.clone())
         } else if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -154,17 +144,6 @@ pub fn export(
         }
     })?;
     Ok(final_path)
-}
-
-/// Create `path` (never an existing name, never through a symlink) and write `bytes`.
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    std::io::Write::write_all(&mut file, bytes)
 }
 
 #[cfg(test)]

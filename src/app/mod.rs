@@ -15,6 +15,7 @@ pub mod list;
 pub mod live;
 mod navigate;
 pub mod notice;
+pub mod output;
 pub mod pane;
 mod prompt;
 pub mod remember;

@@ -185,8 +185,14 @@ pub(super) fn open(
     if remember && let Some(path) = &state_path {
         let mut state = tokscope::config::State::load(path);
         state.remember(key, app.remembered());
-        // Only a convenience: a state that cannot be written is no reason to fail.
-        let _ = state.save(path);
+        // Only a convenience: a state that cannot be written is no reason to fail, but it
+        // is said.
+        if let Err(error) = state.save(path, &app.stores) {
+            eprintln!(
+                "tokscope: {}",
+                tokscope_core::text::sanitize(&error.to_string())
+            );
+        }
     }
     Ok(ended.status())
 }

@@ -58,7 +58,7 @@ pub(crate) fn is_valid_rollout_id(id: &str) -> bool {
 
 /// Split a file name into its rollout id and kind; `None` for anything that is not a rollout
 /// data file (lock files, the writer's `.tokens-state-*` temporaries, foreign files).
-pub(crate) fn classify(file_name: &str) -> Option<(&str, FileKind)> {
+pub fn classify(file_name: &str) -> Option<(&str, FileKind)> {
     FileKind::ALL.into_iter().find_map(|kind| {
         let id = file_name.strip_suffix(kind.suffix())?;
         is_valid_rollout_id(id).then_some((id, kind))
