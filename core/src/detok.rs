@@ -39,8 +39,31 @@ impl Detokenizer {
         // A regular file of sane size only: never a FIFO, a device or a disk image.
         let bytes = crate::store::open::read_argument_file(path, MAX_TOKENIZER_BYTES)
             .map_err(|e| error(e.to_string()))?;
-        let tokenizer =
-            tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| error(e.to_string()))?;
+        // Nesting the JSON reader refuses (serde_json's limit) is refused here, with its own
+        // words, before the tokenizer library sees it.
+        serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+            .map_err(|e| error(e.to_string()))?;
+        // The tokenizer library panics on some crafted files (decoders nested deep): caught,
+        // quietly, and said as one line. Loading happens before any other thread starts, so
+        // the quiet panic hook is this thread's alone.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let loaded = std::panic::catch_unwind(|| {
+            let tokenizer = tokenizers::Tokenizer::from_bytes(bytes)?;
+            // A decoder that fails on the first ids fails on any: tried now, not mid-screen.
+            let probe: Vec<u32> = (0..tokenizer.get_vocab_size(true).min(256) as u32).collect();
+            for id in &probe {
+                let _ = tokenizer.decode(std::slice::from_ref(id), false);
+            }
+            let _ = tokenizer.decode(&probe, false);
+            Ok::<_, tokenizers::Error>(tokenizer)
+        });
+        std::panic::set_hook(previous);
+        let tokenizer = match loaded {
+            Ok(Ok(tokenizer)) => tokenizer,
+            Ok(Err(e)) => return Err(error(e.to_string())),
+            Err(_) => return Err(error("the tokenizer library failed on it".to_owned())),
+        };
         Ok(Detokenizer {
             tokenizer,
             pieces: Mutex::new(HashMap::new()),
@@ -86,5 +109,46 @@ impl Detokenizer {
             .encode(text, false)
             .map(|e| e.get_ids().iter().map(|&id| u64::from(id)).collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bundled tokenizer with its decoder wrapped in `depth` nested `Sequence` decoders.
+    fn nested(depth: usize) -> std::path::PathBuf {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/tokenizer.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).expect("bundled")).expect("json");
+        let mut decoder = json["decoder"].take();
+        for _ in 0..depth {
+            decoder = serde_json::json!({"type": "Sequence", "decoders": [decoder]});
+        }
+        json["decoder"] = decoder;
+        let out = std::env::temp_dir().join(format!(
+            "tokscope-nested-{depth}-{}.json",
+            std::process::id()
+        ));
+        std::fs::write(&out, json.to_string()).expect("write");
+        out
+    }
+
+    #[test]
+    fn a_crafted_tokenizer_is_refused_not_a_panic() {
+        // 64 deep: past the JSON reader's limit; 30 deep: the tokenizer library's own panic.
+        for depth in [64, 30, 2] {
+            let path = nested(depth);
+            let loaded = Detokenizer::load(&path);
+            let _ = std::fs::remove_file(&path);
+            match loaded {
+                Err(error) => {
+                    assert!(depth > 2, "a plain nesting loads: {error}");
+                    assert!(error.to_string().contains("not a usable"), "{error}");
+                }
+                Ok(detok) => assert!(!detok.decode(&[72, 105]).is_empty()),
+            }
+        }
     }
 }
