@@ -18,13 +18,29 @@ pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn needs_escape(c: char) -> bool {
+/// Whether `c` must not reach a terminal as it is: a control character, or an invisible
+/// format character (where ratatui and the terminal may disagree on its width, or that
+/// reorders or hides text).
+pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
             // Soft hyphen, combining grapheme joiner, Arabic letter mark, Mongolian vowel
             // separator: invisible.
             '\u{AD}' | '\u{34F}' | '\u{61C}' | '\u{180E}'
+            // Arabic number signs and end of ayah, Syriac abbreviation mark, Arabic disputed
+            // end of ayah: prepended format characters.
+            | '\u{600}'..='\u{605}'
+            | '\u{6DD}'
+            | '\u{70F}'
+            | '\u{8E2}'
+            // Kaithi number signs, Egyptian hieroglyph format controls, shorthand format
+            // controls, musical symbol format controls.
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
             // Zero-width space / joiners, LRM / RLM, line and paragraph separators, bidi
             // embeddings and overrides.
             | '\u{200B}'..='\u{200F}'
@@ -36,6 +52,57 @@ fn needs_escape(c: char) -> bool {
             | '\u{FFF9}'..='\u{FFFB}'
             | '\u{E0000}'..='\u{E007F}'
         )
+}
+
+/// `text` safe to put on a clipboard that will be pasted into a terminal: no escape (ESC,
+/// so no `ESC[201~` ends a bracketed paste), no other control character but tab and newline,
+/// no invisible format character — each shown as its `\u{…}` escape.
+pub fn clipboard_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c != '\n' && c != '\t' && needs_escape(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// JSON written by serde with the C1 controls (U+0080–U+009F: U+009B is CSI on some
+/// terminals) and the line and paragraph separators escaped as `\u` sequences too, so a
+/// report printed to a terminal cannot drive it. Only string contents can hold them, and
+/// their UTF-8 lead bytes occur nowhere else, so the bytes are rewritten in place.
+pub fn escape_json_controls(json: Vec<u8>) -> Vec<u8> {
+    let special = |w: &[u8]| {
+        (w[0] == 0xC2 && (0x80..=0x9F).contains(&w[1]))
+            || (w.len() > 2 && w[0] == 0xE2 && w[1] == 0x80 && (w[2] == 0xA8 || w[2] == 0xA9))
+    };
+    if !json.windows(2).any(|w| w[0] == 0xC2 || w[0] == 0xE2) {
+        return json;
+    }
+    let mut out = Vec::with_capacity(json.len() + 16);
+    let mut at = 0;
+    while at < json.len() {
+        let rest = &json[at..];
+        if rest.len() >= 2 && special(&rest[..rest.len().min(3)]) {
+            let (code, width) = if rest[0] == 0xC2 {
+                (u32::from(rest[1]), 2)
+            } else {
+                (0x2000 | u32::from(rest[2] - 0x80), 3)
+            };
+            out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
+            at += width;
+        } else {
+            out.push(rest[0]);
+            at += 1;
+        }
+    }
+    out
 }
 
 /// A path, safe to print.
@@ -73,6 +140,34 @@ pub fn utc_timestamp(time: std::time::SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clipboards_and_json_carry_no_terminal_control() {
+        let id = "call\u{1b}[201~\necho pwned";
+        let safe = clipboard_safe(id);
+        assert!(!safe.contains('\u{1b}'), "{safe}");
+        assert!(
+            safe.contains('\n'),
+            "a newline stays: text is pasted as text"
+        );
+        assert_eq!(clipboard_safe("plain\ttext"), "plain\ttext");
+        for c in [
+            '\u{600}',
+            '\u{6DD}',
+            '\u{110BD}',
+            '\u{1D173}',
+            '\u{1BCA0}',
+            '\u{2028}',
+            '\u{202E}',
+        ] {
+            assert!(needs_escape(c), "{:?}", c);
+        }
+        let json = serde_json::to_vec(&serde_json::json!({"a": "x\u{9b}31m\u{2028}é"})).unwrap();
+        let escaped = String::from_utf8(escape_json_controls(json)).unwrap();
+        assert_eq!(escaped, r#"{"a":"x\u009b31m\u2028é"}"#);
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back["a"], "x\u{9b}31m\u{2028}é");
+    }
 
     #[test]
     fn utc_timestamps_are_rfc_3339() {

@@ -38,6 +38,8 @@ impl App {
             None => Notice::NothingToYank,
             Some((_, text)) if text.len() > YANK_LIMIT => Notice::YankTooLarge(text.len()),
             Some((what, text)) => {
+                // Nothing that could drive the terminal it is pasted into.
+                let text = tokscope_core::text::clipboard_safe(&text).into_owned();
                 let notice = Notice::Yanked {
                     what,
                     chars: text.chars().count(),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use tokscope_core::load::{analyze_in_order, locate};
 use tokscope_core::observe::Rows;
-use tokscope_core::text::sanitize;
+use tokscope_core::text::{escape_json_controls, sanitize};
 use tokscope_core::verdict::{Analysis, Standing, VerdictOptions};
 
 use super::{read_rows, stores_or_demo};
@@ -81,7 +81,7 @@ pub fn write(
                 let mut line = Vec::with_capacity(analysis.report_size_hint());
                 serde_json::to_writer(&mut line, &analysis.report()).expect("reports serialize");
                 line.push(b'\n');
-                (outcome(&analysis), line)
+                (outcome(&analysis), escape_json_controls(line))
             },
             |(result, line)| {
                 outcomes.push(result);
@@ -124,16 +124,15 @@ pub fn write(
                 |analysis| {
                     let pretty = serde_json::to_string_pretty(&analysis.report())
                         .expect("reports serialize");
-                    (outcome(&analysis), pretty.replace('\n', "\n  "))
+                    let pretty = escape_json_controls(pretty.replace('\n', "\n  ").into_bytes());
+                    (outcome(&analysis), pretty)
                 },
                 |(result, element)| {
                     outcomes.push(result);
                     if written.is_ok() {
                         let lead: &[u8] = if first { b"\n  " } else { b",\n  " };
                         first = false;
-                        written = out
-                            .write_all(lead)
-                            .and_then(|()| out.write_all(element.as_bytes()));
+                        written = out.write_all(lead).and_then(|()| out.write_all(&element));
                     }
                 },
             );

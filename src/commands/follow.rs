@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokscope_core::follow::{AlarmRule, Follower};
 use tokscope_core::live::StoreEvent;
 use tokscope_core::live::watch::{WatchMode, WatchOptions, watch};
-use tokscope_core::text::{sanitize, utc_timestamp};
+use tokscope_core::text::{escape_json_controls, sanitize, utc_timestamp};
 
 use super::{load_config, stores_or_demo};
 use crate::cli::{CheckArgs, FollowFormat};
@@ -172,7 +172,10 @@ impl Log {
             return;
         }
         let line = match self.format {
-            FollowFormat::Jsonl => serde_json::to_string(event).unwrap_or_default(),
+            FollowFormat::Jsonl => String::from_utf8(escape_json_controls(
+                serde_json::to_vec(event).unwrap_or_default(),
+            ))
+            .unwrap_or_default(),
             FollowFormat::Text => text.to_owned(),
         };
         let mut out = self.out.lock();

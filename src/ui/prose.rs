@@ -25,14 +25,16 @@ pub(crate) struct Chain<'a> {
     pub records: &'a [std::sync::Arc<TokenRecord>],
 }
 
-/// Decoded text as it may reach the terminal: line breaks kept, tabs as spaces, other
-/// control characters replaced.
+/// Decoded text as it may reach the terminal: line breaks kept, tabs as spaces, the zero-width
+/// joiner kept (it joins emoji sequences, drawn whole), other control and invisible format
+/// characters replaced.
 fn printable(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '\n' => '\n',
             '\t' => ' ',
-            c if c.is_control() => '\u{FFFD}',
+            '\u{200D}' => '\u{200D}',
+            c if tokscope_core::text::needs_escape(c) => '\u{FFFD}',
             c => c,
         })
         .collect()

@@ -20,7 +20,7 @@ pub(crate) fn visible(piece: &str) -> String {
             ' ' => '·',
             '\n' => '⏎',
             '\t' => '→',
-            c if c.is_control() => '�',
+            c if tokscope_core::text::needs_escape(c) => '�',
             c => c,
         })
         .collect()

@@ -214,6 +214,72 @@ fn escape_sequences_in_file_names_never_reach_the_terminal() {
 }
 
 #[test]
+fn call_ids_that_drive_terminals_reach_neither_the_json_nor_the_clipboard() {
+    let temp = tempfile::tempdir().unwrap();
+    let hostile = "c\u{1b}[201~\necho pwned\u{9b}31m";
+    let rollout = tokscope_testkit::Rollout {
+        id: "h".into(),
+        calls: vec![tokscope_testkit::Call::root(
+            hostile,
+            vec![1, 2, 3],
+            vec![4, 5],
+            1.0,
+        )],
+        frozen: true,
+        ..Default::default()
+    };
+    rollout.write(temp.path()).unwrap();
+    // The report keeps the id (as JSON escapes): no raw ESC, no raw C1 on the terminal.
+    for format in ["jsonl", "json"] {
+        let output = run_within(
+            &[
+                os("build"),
+                temp.path().as_os_str(),
+                os("--format"),
+                os(format),
+            ],
+            Duration::from_secs(20),
+        );
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{9b}'),
+            "{text:?}"
+        );
+        assert!(text.contains(r"\u009b31m"), "{text}");
+        let first: serde_json::Value = if format == "json" {
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()[0].clone()
+        } else {
+            serde_json::from_str(text.lines().next().unwrap()).unwrap()
+        };
+        // Read back, the id is the one written.
+        assert_eq!(
+            first["build"]["chains"][0]["call_ids"][0], hostile,
+            "{first}"
+        );
+    }
+    // Yanked from the tree: the escape is spelled out, not sent to the shell it is pasted in.
+    let stores = vec![temp.path().to_path_buf()];
+    let analyses = tokscope_core::load::analyze_all(
+        &tokscope_core::load::locate(&stores, &[]).unwrap(),
+        &Default::default(),
+    );
+    let mut app = tokscope::app::App::new(
+        stores,
+        analyses,
+        Default::default(),
+        common::viewport(120, 40),
+    );
+    common::key(&mut app, crossterm::event::KeyCode::Enter);
+    common::keys(&mut app, "y");
+    let yanked = app.take_clipboard().expect("the call id");
+    assert!(
+        !yanked.contains('\u{1b}') && !yanked.contains('\u{9b}'),
+        "{yanked:?}"
+    );
+    assert!(yanked.contains("\\u{1b}[201~"), "{yanked:?}");
+}
+
+#[test]
 fn arguments_that_cannot_work_are_refused() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
     for args in [
