@@ -426,7 +426,7 @@ mod tests {
         )
         .unwrap();
         state
-            .save(&home.join("state.json"), &[store.clone()])
+            .save(&home.join("state.json"), std::slice::from_ref(&store))
             .unwrap();
         assert_eq!(
             std::fs::read(&victim).unwrap(),
