@@ -182,6 +182,15 @@ impl App {
     /// moved; returns its index. A held analysis of a rollout not looked at is dropped (it
     /// is stale now); the watcher sends fresh ones of those looked at.
     pub(super) fn take_summary(&mut self, summary: Summary) -> usize {
+        let index = self.take_summary_unlisted(summary);
+        self.list
+            .update(index, &self.rollouts, self.replay.is_some());
+        index
+    }
+
+    /// Take in a rollout's summary (health counted) without placing its list row: the
+    /// caller places a batch's rows at once ([`super::RolloutList::update_many`]).
+    pub(super) fn take_summary_unlisted(&mut self, summary: Summary) -> usize {
         let index = match self.index_of.get(&summary.location) {
             Some(&index) => {
                 self.health.remove(&self.rollouts[index]);
@@ -197,8 +206,6 @@ impl App {
             }
         };
         self.health.add(&self.rollouts[index]);
-        self.list
-            .update(index, &self.rollouts, self.replay.is_some());
         index
     }
 

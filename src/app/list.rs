@@ -141,6 +141,45 @@ impl RolloutList {
         self.reselect(keep);
     }
 
+    /// Rollouts `indices` appeared or changed (a batch from the watcher): a few are moved one
+    /// by one; many are taken out at once, sorted among themselves and merged back, so a
+    /// first scan of a million rollouts costs O(n log n), not a row move each.
+    pub fn update_many(&mut self, indices: &[usize], summaries: &[Summary], hide_cleared: bool) {
+        /// Below this, one binary search and one move a rollout is cheaper than a merge.
+        const ONE_BY_ONE: usize = 32;
+        if indices.len() <= ONE_BY_ONE {
+            for &index in indices {
+                self.update(index, summaries, hide_cleared);
+            }
+            return;
+        }
+        let keep = self.selected_rollout();
+        let changed: std::collections::HashSet<usize> = indices.iter().copied().collect();
+        self.rows.retain(|r| !changed.contains(r));
+        let filter = self.filter.to_lowercase();
+        let mut new: Vec<usize> = changed
+            .into_iter()
+            .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))
+            .collect();
+        new.sort_by(|&x, &y| self.order(&summaries[x], &summaries[y]));
+        let old = std::mem::take(&mut self.rows);
+        let mut merged = Vec::with_capacity(old.len() + new.len());
+        let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
+        while let (Some(&x), Some(&y)) = (a.peek(), b.peek()) {
+            if self.order(&summaries[y], &summaries[x]).is_lt() {
+                merged.push(y);
+                b.next();
+            } else {
+                merged.push(x);
+                a.next();
+            }
+        }
+        merged.extend(a);
+        merged.extend(b);
+        self.rows = merged;
+        self.reselect(keep);
+    }
+
     /// Select `keep` again where it now is (else the first row).
     fn reselect(&mut self, keep: Option<usize>) {
         let selected = keep
@@ -230,6 +269,41 @@ mod tests {
             .iter()
             .map(|&i| analyses[i].rollout_id())
             .collect()
+    }
+
+    #[test]
+    fn a_first_scan_of_many_rollouts_is_merged_not_moved_row_by_row() {
+        // 30,000 rollouts arriving in batches of 1,000, as the first scan sends them.
+        let demo = demo();
+        let summaries: Vec<Summary> = (0..30_000)
+            .map(|n| {
+                let mut s = demo[n % demo.len()].clone();
+                s.location.id = format!("r{}", (n * 7919) % 30_000);
+                s
+            })
+            .collect();
+        for sort in [SortKey::Id, SortKey::Verdict] {
+            let mut batched = RolloutList::new(20);
+            batched.sort = sort;
+            for batch in (0..summaries.len()).collect::<Vec<_>>().chunks(1_000) {
+                batched.update_many(batch, &summaries, false);
+            }
+            let mut whole = RolloutList::new(20);
+            whole.sort = sort;
+            whole.refresh(&summaries, false);
+            assert_eq!(batched.rows, whole.rows, "{sort:?}: the same order");
+            // O(n log n) comparisons for the whole scan (a row move each was O(n²) moves).
+            let n = summaries.len() as f64;
+            let bound = (4.0 * n * n.log2()) as usize;
+            assert!(
+                batched.comparisons() <= bound,
+                "{sort:?}: {} comparisons (bound {bound})",
+                batched.comparisons()
+            );
+            // A few changed rollouts move one by one, to the same place.
+            batched.update_many(&[5, 77, 29_999], &summaries, false);
+            assert_eq!(batched.rows, whole.rows);
+        }
     }
 
     #[test]

@@ -172,10 +172,12 @@ impl App {
         }
         let open = self.view.as_ref().map(|v| v.index);
         let mut kept = None;
+        let mut updated = Vec::new();
         for event in events {
             match event {
                 StoreEvent::Updated(summary) => {
-                    let index = self.take_summary(*summary);
+                    let index = self.take_summary_unlisted(*summary);
+                    updated.push(index);
                     if Some(index) != open {
                         // Stale now; the watcher sends a fresh one if it is looked at.
                         self.details.remove(index);
@@ -217,6 +219,8 @@ impl App {
                 }
             }
         }
+        self.list
+            .update_many(&updated, &self.rollouts, self.replay.is_some());
         self.after_change(kept);
         true
     }
