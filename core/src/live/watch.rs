@@ -359,9 +359,8 @@ fn run(
             let _ = sender.send(StoreEvent::Error(error.to_string()));
         }
     }
-    if !send_all(&sender, store.rescan()) {
-        return;
-    }
+    // What changed during the first scan comes as the events held meanwhile (they were
+    // subscribed to before it), or with the next poll: the store is not read twice.
     if let Some(message) = store.rows_message() {
         let _ = sender.send(StoreEvent::Error(message));
     }
