@@ -377,3 +377,76 @@ fn a_fifo_created_while_watching_stops_nothing() {
         );
     }
 }
+
+#[test]
+fn rows_are_streamed_under_the_line_limit() {
+    let temp = tempfile::tempdir().unwrap();
+    let store = temp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    tokscope_testkit::Rollout {
+        id: "r1".into(),
+        calls: vec![tokscope_testkit::Call::root(
+            "c1",
+            vec![1, 2, 3],
+            vec![4],
+            1.0,
+        )],
+        frozen: true,
+        ..Default::default()
+    }
+    .write(&store)
+    .unwrap();
+    // A 64 MiB row (a runaway tool output), then a good row for r1.
+    let rows = temp.path().join("rows.jsonl");
+    let mut text = String::from("{\"_ng_rollout_id\":\"r0\",\"ng_trajectory\":{\"x\":\"");
+    text.push_str(&"y".repeat(64 << 20));
+    text.push_str("\"}}\n");
+    text.push_str(r#"{"_ng_rollout_id":"r1","reward":1.0,"ng_trajectory":{"schema_version":"1.0","rollout_id":"r1","model_calls":[{"model_call_id":"c1"}]}}"#);
+    text.push('\n');
+    std::fs::write(&rows, text).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args([
+            "build",
+            "--format",
+            "jsonl",
+            "--max-line-mib",
+            "1",
+            "--rollouts",
+        ])
+        .arg(&rows)
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The child's own peak memory: its high-water mark (monotonic, reset at exec), read while
+    // it runs (the line is never held whole).
+    let status_file = format!("/proc/{}/status", child.id());
+    let high_water = || -> Option<u64> {
+        let status = std::fs::read_to_string(&status_file).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut child = child;
+    let mut peak_kib = 0;
+    while child.try_wait().unwrap().is_none() {
+        peak_kib = peak_kib.max(high_water().unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(
+        stderr.contains("rows.jsonl:1: row skipped: 64 MiB, over the line limit of 1 MiB"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert!(
+        report["observations"].is_object(),
+        "the good row is joined: {report}"
+    );
+    let peak_mib = peak_kib / 1024;
+    assert!(peak_mib < 48, "peak {peak_mib} MiB for a 64 MiB line");
+}

@@ -29,6 +29,61 @@ pub struct Rows {
     pub files: Vec<PathBuf>,
 }
 
+/// What reading one line gave.
+enum Line {
+    /// A line (without its newline) is in the buffer.
+    Read,
+    /// The line was longer than the limit (its length): skipped to its end, nothing kept.
+    TooLong(usize),
+    /// The end of the file.
+    End,
+}
+
+/// Read one line into `line` (without its newline), keeping at most `limit` bytes of it.
+fn read_line_capped(
+    reader: &mut impl std::io::BufRead,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<Line> {
+    let mut length = 0usize;
+    let mut any = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            break;
+        }
+        any = true;
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
+            Some(at) => (&available[..at], Some(at + 1)),
+            None => (available, None),
+        };
+        length += chunk.len();
+        if length <= limit {
+            line.extend_from_slice(chunk);
+        } else {
+            // Over the limit: nothing more of it is kept.
+            line.clear();
+            line.shrink_to(1 << 16);
+        }
+        let consumed = done.unwrap_or(chunk.len());
+        reader.consume(consumed);
+        if done.is_some() {
+            break;
+        }
+    }
+    Ok(if !any {
+        Line::End
+    } else if length > limit {
+        Line::TooLong(length)
+    } else {
+        Line::Read
+    })
+}
+
 /// A row whose explicit rollout id cannot name a capture (rollout collection rejects it too).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -137,54 +192,94 @@ impl Rows {
         if self.already_read(file) {
             return;
         }
-        let bytes = match crate::store::open::read_regular(file).map(Option::unwrap_or_default) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                let source = RowSource {
-                    file: file.to_path_buf(),
-                    line: 0,
-                };
-                self.problem(source, format!("cannot read: {error}"));
+        let cannot = |rows: &mut Rows, error: std::io::Error| {
+            let source = RowSource {
+                file: file.to_path_buf(),
+                line: 0,
+            };
+            rows.problem(source, format!("cannot read: {error}"));
+        };
+        // Opened as every store file is (a regular file, never blocking), then streamed a
+        // line at a time: memory holds one line, at most the line limit (`--max-line-mib`).
+        let handle = match crate::store::open::open_regular(file) {
+            Ok(Some((handle, _))) => handle,
+            Ok(None) => {
+                self.files.push(file.to_path_buf());
                 return;
             }
+            Err(error) => return cannot(self, error),
         };
         self.files.push(file.to_path_buf());
-        self.parse(file, &bytes);
+        let limit = crate::store::read::line_limit();
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, handle);
+        let mut bare_lines = Vec::new();
+        let mut line = Vec::new();
+        for number in 1.. {
+            line.clear();
+            match read_line_capped(&mut reader, &mut line, limit) {
+                Ok(Line::End) => break,
+                Ok(Line::Read) => self.parse_line(file, number, &line, &mut bare_lines),
+                Ok(Line::TooLong(length)) => self.problem(
+                    RowSource {
+                        file: file.to_path_buf(),
+                        line: number,
+                    },
+                    format!(
+                        "row skipped: {} MiB, over the line limit of {} MiB (--max-line-mib)",
+                        length >> 20,
+                        limit >> 20
+                    ),
+                ),
+                Err(error) => return cannot(self, error),
+            }
+        }
+        self.report_bare(file, &bare_lines);
     }
 
     fn parse(&mut self, file: &Path, bytes: &[u8]) {
         let mut bare_lines = Vec::new();
         for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let source = RowSource {
-                file: file.to_path_buf(),
-                line: index + 1,
-            };
-            let row: Value = match serde_json::from_slice(line) {
-                Ok(row) => row,
-                Err(error) => {
-                    self.problem(source, format!("malformed row: {error}"));
-                    continue;
-                }
-            };
-            if !row.as_object().is_some_and(has_observations) {
-                bare_lines.push(index + 1);
-                continue;
-            }
-            match row_key(&row) {
-                Ok(Some(key)) => self.insert(key, &row, source),
-                Ok(None) => self.problem(
-                    source,
-                    "row names no rollout (no ng_trajectory.rollout_id, \
-                     ng_model_call_capture.rollout_id, _ng_rollout_id or \
-                     _ng_task_index/_ng_rollout_index)"
-                        .into(),
-                ),
-                Err(message) => self.problem(source, format!("row skipped: {message}")),
-            }
+            self.parse_line(file, index + 1, line, &mut bare_lines);
         }
+        self.report_bare(file, &bare_lines);
+    }
+
+    /// One line of a rows file (numbered from 1); a row without observations is noted in
+    /// `bare_lines`.
+    fn parse_line(&mut self, file: &Path, number: usize, line: &[u8], bare_lines: &mut Vec<usize>) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let source = RowSource {
+            file: file.to_path_buf(),
+            line: number,
+        };
+        let row: Value = match serde_json::from_slice(line) {
+            Ok(row) => row,
+            Err(error) => {
+                self.problem(source, format!("malformed row: {error}"));
+                return;
+            }
+        };
+        if !row.as_object().is_some_and(has_observations) {
+            bare_lines.push(number);
+            return;
+        }
+        match row_key(&row) {
+            Ok(Some(key)) => self.insert(key, &row, source),
+            Ok(None) => self.problem(
+                source,
+                "row names no rollout (no ng_trajectory.rollout_id, \
+                 ng_model_call_capture.rollout_id, _ng_rollout_id or \
+                 _ng_task_index/_ng_rollout_index)"
+                    .into(),
+            ),
+            Err(message) => self.problem(source, format!("row skipped: {message}")),
+        }
+    }
+
+    /// Say which rows carried no observations and were skipped.
+    fn report_bare(&mut self, file: &Path, bare_lines: &[usize]) {
         if let Some(&first) = bare_lines.first() {
             let shown: Vec<String> = bare_lines.iter().take(8).map(|l| l.to_string()).collect();
             let more = if bare_lines.len() > 8 { ", …" } else { "" };
