@@ -61,6 +61,10 @@ pub struct LiveStore {
     /// Changes will be followed (not `--no-watch`): the first scan keeps the rollouts
     /// being written hot.
     following: bool,
+    /// Each directory's modification time when it was last listed (see [`LiveStore::poll`]).
+    listed: Vec<Option<std::time::SystemTime>>,
+    /// Rollouts refreshed so far (what a poll costs, counted).
+    refreshes: usize,
 }
 
 impl LiveStore {
@@ -85,6 +89,8 @@ impl LiveStore {
             rows: Arc::default(),
             rows_stamp: Vec::new(),
             following: true,
+            listed: Vec::new(),
+            refreshes: 0,
         };
         store.reload_rows();
         store
@@ -129,6 +135,8 @@ impl LiveStore {
 
     /// List the directories and refresh every rollout; returns the changes.
     pub fn rescan(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
+        // Taken before listing: a change made meanwhile makes the next poll list again.
+        self.listed = self.dir_times();
         let found = self.discover()?;
         let mut changes = Vec::new();
         for location in found {
@@ -144,9 +152,42 @@ impl LiveStore {
         Ok(changes)
     }
 
+    pub(super) fn dir_times(&self) -> Vec<Option<std::time::SystemTime>> {
+        self.dirs
+            .iter()
+            .map(|d| std::fs::metadata(d).and_then(|m| m.modified()).ok())
+            .collect()
+    }
+
+    /// One poll. A directory whose modification time is the one seen when it was last
+    /// listed had no file created, deleted or renamed in it — and that is the only way a
+    /// frozen, retired or cleared rollout changes (the writer replaces a state by rename and
+    /// appends to no file of a frozen rollout) — so then only the rollouts still being
+    /// written are looked at; otherwise the store is listed and every rollout refreshed.
+    pub fn poll(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
+        if self.dir_times() != self.listed {
+            return self.rescan();
+        }
+        let growing: Vec<RolloutLocation> = self
+            .rollouts
+            .iter()
+            .filter(|(_, rollout)| rollout.may_grow())
+            .map(|(location, _)| location.clone())
+            .collect();
+        Ok(growing
+            .iter()
+            .flat_map(|location| self.refresh(location))
+            .collect())
+    }
+
+    /// Rollouts refreshed so far (each refresh looks at its four files).
+    pub fn refreshes(&self) -> usize {
+        self.refreshes
+    }
+
     /// Refresh one rollout (following it from now on): its events when it changed.
-    /// Refresh one rollout.
     pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
+        self.refreshes += 1;
         let options = crate::load::options_for(&self.options, &self.rows, location);
         let analysis = match self.rollouts.entry(location.clone()) {
             std::collections::hash_map::Entry::Occupied(mut known) => {
@@ -314,5 +355,42 @@ mod tests {
             store.first_scan(&mut |_| true, &mut || None).unwrap();
             assert_eq!(store.hot_rollouts(), if following { 3 } else { 0 });
         }
+    }
+
+    #[test]
+    fn a_poll_looks_only_at_rollouts_still_being_written_until_a_file_comes_or_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = tokscope_testkit::RunWriter::new(dir.path());
+        for n in 0..20 {
+            writer
+                .rollout(&format!("done{n}"), 2, false, n % 2 == 0)
+                .unwrap();
+        }
+        writer.clear("cleared").unwrap();
+        writer.begin_call("live", "live-c0").unwrap();
+        let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
+        store.first_scan(&mut |_| true, &mut || None).unwrap();
+        // Nothing created, deleted or renamed: only the live rollout is looked at.
+        let before = store.refreshes();
+        assert!(store.poll().unwrap().is_empty());
+        assert_eq!(
+            store.refreshes() - before,
+            1,
+            "22 rollouts, 1 being written"
+        );
+        // An append to it is seen.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("live.tokens.intents"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"live-c1\n"))
+            .unwrap();
+        assert!(!store.poll().unwrap().is_empty(), "the append is seen");
+        // A frozen rollout retired (a deletion and a rename): the store is listed again.
+        let before = store.refreshes();
+        writer.retire("done1").unwrap();
+        let changes = store.poll().unwrap();
+        assert!(store.refreshes() - before >= 22, "listed again");
+        assert!(changes.iter().any(|e| matches!(e, StoreEvent::Updated(s)
+            if s.rollout_id() == "done1" && s.lifecycle == crate::verdict::Lifecycle::Retired)));
     }
 }

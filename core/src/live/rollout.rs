@@ -102,6 +102,15 @@ impl LiveRollout {
     }
 
     /// Whether any of its files' bytes were dropped.
+    /// Whether a later write may append to it: not frozen (the writer appends to no file of
+    /// a frozen rollout; its state is replaced by rename) and some file of it there.
+    pub(super) fn may_grow(&self) -> bool {
+        !self.frozen
+            && [&self.records, &self.intents, &self.state, &self.sentinel]
+                .iter()
+                .any(|tail| tail.present())
+    }
+
     pub(super) fn is_cold(&self) -> bool {
         [&self.state, &self.intents, &self.records, &self.sentinel]
             .iter()

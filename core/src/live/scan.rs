@@ -42,6 +42,8 @@ impl LiveStore {
             .filter(|l| !self.rollouts.contains_key(l))
             .collect();
         let total = pending.len();
+        // Taken before listing: a change made meanwhile makes the first poll list again.
+        self.listed = self.dir_times();
         let queue = crate::pool::Queue::new(pending);
         // What the UI looks at already is read first (later requests come between batches).
         if let Some(focus) = requests() {

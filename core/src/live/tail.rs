@@ -114,6 +114,11 @@ pub struct FileTail {
 }
 
 impl FileTail {
+    /// Whether the file was there when last looked at.
+    pub fn present(&self) -> bool {
+        self.stamp.is_some()
+    }
+
     /// Follow `path`.
     pub fn new(path: PathBuf, append_only: bool) -> FileTail {
         FileTail {

@@ -410,7 +410,7 @@ fn run(
                 if store.rows_moved() && !send_rows(&sender, &mut store) {
                     return;
                 }
-                if !send_all(&sender, store.rescan()) {
+                if !send_all(&sender, store.poll()) {
                     return;
                 }
             }
@@ -432,7 +432,7 @@ fn run(
                     if store.rows_moved() && !send_rows(&sender, &mut store) {
                         return;
                     }
-                    if !send_all(&sender, store.rescan()) {
+                    if !send_all(&sender, store.poll()) {
                         return;
                     }
                 }
