@@ -101,7 +101,6 @@ impl LiveRollout {
             + self.cache.held_bytes()
     }
 
-    /// Whether any of its files' bytes were dropped.
     /// Whether a later write may append to it: not frozen (the writer appends to no file of
     /// a frozen rollout; its state is replaced by rename) and some file of it there.
     pub(super) fn may_grow(&self) -> bool {
@@ -111,6 +110,7 @@ impl LiveRollout {
                 .any(|tail| tail.present())
     }
 
+    /// Whether any of its files' bytes were dropped.
     pub(super) fn is_cold(&self) -> bool {
         [&self.state, &self.intents, &self.records, &self.sentinel]
             .iter()

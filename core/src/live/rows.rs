@@ -22,7 +22,20 @@ impl LiveStore {
         self.rows = Arc::new(rows);
     }
     /// Whether a rows file changed on disk since the rows were last read (polling).
+    ///
+    /// While no file of the store directories was created, deleted or renamed since they
+    /// were last listed, the rows files are the ones stamped: only they are looked at (no
+    /// listing of the directories at every poll).
     pub(crate) fn rows_moved(&self) -> bool {
+        if !self.listed.is_empty() && self.dir_times() == self.listed {
+            return self.rows_stamp.iter().any(|(file, len, modified)| {
+                let meta = std::fs::metadata(file).ok();
+                (
+                    meta.as_ref().map_or(0, |m| m.len()),
+                    meta.and_then(|m| m.modified().ok()),
+                ) != (*len, *modified)
+            });
+        }
         self.rows_stamp() != self.rows_stamp
     }
     /// The rows read.
