@@ -59,6 +59,12 @@ pub enum Order {
     Input,
 }
 
+/// The stack of every thread that reads records (the pool's workers, the watcher, the replay
+/// worker): a record nested as deep as the reference reader takes
+/// ([`crate::store::record::MAX_DEPTH`]) is parsed recursively. Reserved address space:
+/// only what is used is ever touched.
+pub const WORKER_STACK: usize = 64 << 20;
+
 /// How far ahead of the last result handed over the workers may run, per worker, in input
 /// order: enough that a slow item does not idle the others for long, few enough that the
 /// results held back stay small.
@@ -170,16 +176,21 @@ pub fn run<I: Send, T: Send, R>(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let (sender, work, window) = (sender.clone(), &work, window.clone());
-            scope.spawn(move || {
-                while let Some((index, item)) = queue.pop() {
-                    if let Some(window) = &window {
-                        window.wait_for(index);
+            let builder = std::thread::Builder::new()
+                .name("tokscope-worker".into())
+                .stack_size(WORKER_STACK);
+            builder
+                .spawn_scoped(scope, move || {
+                    while let Some((index, item)) = queue.pop() {
+                        if let Some(window) = &window {
+                            window.wait_for(index);
+                        }
+                        if sender.send((index, work(item))).is_err() {
+                            break;
+                        }
                     }
-                    if sender.send((index, work(item))).is_err() {
-                        break;
-                    }
-                }
-            });
+                })
+                .expect("spawn a worker thread");
         }
         drop(sender);
         let mut results = Results {

@@ -391,6 +391,7 @@ impl Judge {
         let (sender, results) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("tokscope-replay".into())
+            .stack_size(crate::pool::WORKER_STACK)
             .spawn(move || {
                 for request in received {
                     if sender.send(judge(&request)).is_err() {

@@ -130,6 +130,7 @@ pub fn watch(dirs: Vec<PathBuf>, options: WatchOptions) -> Watch {
     let fs_inputs = inputs.clone();
     let thread = std::thread::Builder::new()
         .name("tokscope-watch".into())
+        .stack_size(crate::pool::WORKER_STACK)
         .spawn(move || run(dirs, options, sender, (fs_inputs, received), thread_stop))
         .expect("spawn the watcher thread");
     Watch {

@@ -150,6 +150,9 @@ pub enum Refusal {
     /// A required field is absent.
     #[error("missing required field `{0}`")]
     Missing(&'static str),
+    /// JSON nested deeper than the reference writer's reader takes (orjson's limit).
+    #[error("JSON nested more than {MAX_DEPTH} levels deep (the reference reader refuses it too)")]
+    TooDeep,
     /// Generation and log probabilities differ in length.
     #[error("generation_token_ids and generation_log_probs differ in length ({0} vs {1})")]
     LogProbLength(usize, usize),
@@ -200,9 +203,20 @@ impl TokenRecord {
         Ok((record, spans))
     }
 
-    /// The serde parser: slower, takes any JSON, and words every error.
+    /// The serde parser: slower, takes any JSON (nested as deep as the reference reader
+    /// takes it, [`MAX_DEPTH`]), and words every error.
     fn parse_general(line: &[u8]) -> Result<TokenRecord, RecordError> {
-        let raw = match serde_json::from_slice::<RawRecord>(line) {
+        if nested_deeper_than(line, MAX_DEPTH) {
+            return Err(RecordError::Invalid(Refusal::TooDeep));
+        }
+        let unbounded = |line: &[u8]| {
+            let mut deserializer = serde_json::Deserializer::from_slice(line);
+            // The depth was checked above: serde's own limit (128) is below the reference's.
+            deserializer.disable_recursion_limit();
+            let raw = RawRecord::deserialize(&mut deserializer)?;
+            deserializer.end().map(|()| raw)
+        };
+        let raw = match unbounded(line) {
             Ok(raw) => raw,
             Err(error) => {
                 // A type error stops serde before the rest of the line is read; the line is
@@ -210,7 +224,10 @@ impl TokenRecord {
                 if !error.is_data() {
                     return Err(RecordError::Syntax(error.to_string()));
                 }
-                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                let mut whole = serde_json::Deserializer::from_slice(line);
+                whole.disable_recursion_limit();
+                let syntax = IgnoredAny::deserialize(&mut whole).and_then(|_| whole.end());
+                return Err(match syntax {
                     Ok(_) => RecordError::Invalid(Refusal::Field(error.to_string())),
                     Err(syntax) => RecordError::Syntax(syntax.to_string()),
                 });
@@ -218,6 +235,38 @@ impl TokenRecord {
         };
         raw.validate().map_err(RecordError::Invalid)
     }
+}
+
+/// The deepest nesting a record may have: the reference writer's reader (orjson) refuses
+/// deeper JSON, and so does this one (checked without recursion, so any depth is safe).
+pub const MAX_DEPTH: usize = 1024;
+
+/// Whether `json` nests arrays and objects more than `limit` deep (strings skipped).
+fn nested_deeper_than(json: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in json {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Fields as read, before validation.
@@ -345,6 +394,44 @@ impl RawRecord {
 mod tests {
     use super::fast::{fast_token_array, leading_digits, swar_digits};
     use super::*;
+
+    #[test]
+    fn nesting_as_deep_as_the_reference_takes_is_read_and_deeper_is_named() {
+        // On a thread with the stack every parsing thread of tokscope has.
+        std::thread::Builder::new()
+            .stack_size(crate::pool::WORKER_STACK)
+            .spawn(nesting_checks)
+            .expect("a thread")
+            .join()
+            .expect("no overflow");
+    }
+
+    fn nesting_checks() {
+        let line = |depth: usize| {
+            format!(
+                r#"{{"rollout_id":"r","model_call_id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":[-0.5],"routed_experts":{}0{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        for depth in [1, 127, 128, 129, 600, MAX_DEPTH - 1] {
+            let record = TokenRecord::parse(line(depth).as_bytes())
+                .unwrap_or_else(|e| panic!("depth {depth}: {e}"));
+            assert!(record.routed_experts.is_array(), "depth {depth}");
+        }
+        for depth in [MAX_DEPTH + 1, 100_000] {
+            let error = TokenRecord::parse(line(depth).as_bytes()).expect_err("too deep");
+            assert!(
+                matches!(error, RecordError::Invalid(Refusal::TooDeep)),
+                "{error}"
+            );
+        }
+        assert!(
+            !nested_deeper_than(br#"{"a":"[[[[[[[["}"#, 2),
+            "brackets in strings"
+        );
+        assert!(nested_deeper_than(b"[[[", 2));
+    }
 
     fn line(extra: &str) -> String {
         format!(
