@@ -122,6 +122,22 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(error(e.to_string())),
         };
+        // Each part is a table: `[[theme]]` (an array of tables) is named for what it is, not
+        // for the first field serde happened to expect.
+        if let Ok(table) = toml::from_str::<toml::Table>(&text) {
+            for (name, value) in &table {
+                if !value.is_table() {
+                    let written = if value.is_array() {
+                        format!("[[{name}]] (an array of tables)")
+                    } else {
+                        format!("{name} = … (a {})", value.type_str())
+                    };
+                    return Err(error(format!(
+                        "{written}: `{name}` is a table; write it as [{name}]"
+                    )));
+                }
+            }
+        }
         let config: Config = toml::from_str(&text).map_err(|e| {
             // One line: where, and what (the error's own text draws a multi-line diagram).
             let at = e.span().map(|span| {
@@ -147,8 +163,22 @@ impl Config {
                 "max_mask_fraction = {f}: a fraction between 0 and 1"
             )));
         }
-        if config.defaults.poll.is_some_and(|ms| ms < 50) {
-            return Err(error("poll: 50 ms or more".into()));
+        if config
+            .defaults
+            .poll
+            .is_some_and(|ms| !(50..=3_600_000).contains(&ms))
+        {
+            return Err(error("poll: between 50 ms and an hour (3600000)".into()));
+        }
+        if config
+            .defaults
+            .tokenizer
+            .as_ref()
+            .is_some_and(|t| t.as_os_str().is_empty())
+        {
+            return Err(error(
+                "tokenizer = \"\": name a tokenizer.json, or leave the line out".into(),
+            ));
         }
         Ok(config)
     }
@@ -319,6 +349,23 @@ mod tests {
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
         Config::load(&path)
+    }
+
+    #[test]
+    fn mistakes_are_named_for_what_they_are() {
+        let message = |text: &str| parse(text).expect_err("refused").to_string();
+        let theme = message("[[theme]]\ncolor = false\n");
+        assert!(
+            theme.contains("[[theme]] (an array of tables): `theme` is a table"),
+            "{theme}"
+        );
+        let tokenizer = message("[defaults]\ntokenizer = \"\"\n");
+        assert!(
+            tokenizer.contains("config.toml") && tokenizer.contains("tokenizer = \"\""),
+            "{tokenizer}"
+        );
+        assert!(message("[defaults]\npoll = 99999999999\n").contains("an hour"));
+        assert!(message("keys = 3\n").contains("keys = … (a integer): `keys` is a table"));
     }
 
     #[test]
