@@ -16,6 +16,24 @@ impl std::fmt::Debug for Detokenizer {
     }
 }
 
+/// The longest piece a token's text is kept to (bytes): a vocabulary may hold an entry of
+/// megabytes, and the token pane asks for pieces every frame.
+pub const MAX_PIECE: usize = 4096;
+
+/// `piece` cut to [`MAX_PIECE`] bytes (on a character boundary), its cut marked.
+fn clip_piece(mut piece: String) -> String {
+    if piece.len() > MAX_PIECE {
+        let mut cut = MAX_PIECE;
+        while !piece.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let total = piece.len();
+        piece.truncate(cut);
+        piece.push_str(&format!("…(+{} bytes)", total - cut));
+    }
+    piece
+}
+
 /// The largest `tokenizer.json` read (the largest real ones are tens of MB).
 pub(crate) const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
 
@@ -87,10 +105,11 @@ impl Detokenizer {
         }
         let piece = match self.tokenizer.id_to_token(id) {
             None => format!("⟨{id}⟩"),
-            Some(_) => self
-                .tokenizer
-                .decode(&[id], false)
-                .unwrap_or_else(|_| format!("⟨{id}⟩")),
+            Some(_) => clip_piece(
+                self.tokenizer
+                    .decode(&[id], false)
+                    .unwrap_or_else(|_| format!("⟨{id}⟩")),
+            ),
         };
         self.cache().insert(id, piece.clone());
         piece
@@ -133,6 +152,14 @@ mod tests {
         ));
         std::fs::write(&out, json.to_string()).expect("write");
         out
+    }
+
+    #[test]
+    fn a_huge_vocabulary_entry_is_kept_short() {
+        let piece = clip_piece("é".repeat(3 << 20));
+        assert!(piece.len() <= MAX_PIECE + 32, "{}", piece.len());
+        assert!(piece.ends_with(" bytes)"), "the cut is marked");
+        assert_eq!(clip_piece("short".into()), "short");
     }
 
     #[test]
