@@ -311,14 +311,19 @@ impl State {
         } else {
             dir
         };
+        // Checked before anything is made: the nearest directory that exists is where the
+        // state would go (a directory made under a store is inside it).
+        let refused = |refusal| StateError::InStore {
+            path: shown(),
+            refusal,
+        };
+        if let Some(existing) = dir.ancestors().find(|d| d.is_dir()) {
+            let existing = existing.canonicalize().map_err(io)?;
+            crate::app::output::check_outside_stores(&existing, stores).map_err(refused)?;
+        }
         std::fs::create_dir_all(dir).map_err(io)?;
         let dir = dir.canonicalize().map_err(io)?;
-        crate::app::output::check_outside_stores(&dir, stores).map_err(|refusal| {
-            StateError::InStore {
-                path: shown(),
-                refusal,
-            }
-        })?;
+        crate::app::output::check_outside_stores(&dir, stores).map_err(refused)?;
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(e.into()))?;
         crate::app::output::replace(&dir, &name.to_string_lossy(), &bytes, None)
             .map(drop)

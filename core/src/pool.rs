@@ -94,9 +94,12 @@ impl Window {
     }
 }
 
+/// What a worker sends: an item's result, or the panic its work raised.
+type Sent<T> = (usize, std::thread::Result<T>);
+
 /// The results of a running pool, read on the calling thread.
 pub struct Results<T> {
-    received: Receiver<(usize, T)>,
+    received: Receiver<Sent<T>>,
     order: Order,
     /// Input order: results done before their turn, by index (bounded by the window).
     early: BTreeMap<usize, T>,
@@ -130,7 +133,7 @@ impl<T> Results<T> {
                 }
                 return Some(ready);
             }
-            let (index, value) = match deadline {
+            let (index, sent) = match deadline {
                 None => self.received.recv().ok()?,
                 Some(deadline) => match self
                     .received
@@ -141,6 +144,11 @@ impl<T> Results<T> {
                         return None;
                     }
                 },
+            };
+            // A worker's panic is the caller's: raised here (the pool then stops its workers).
+            let value = match sent {
+                Ok(value) => value,
+                Err(panic) => std::panic::resume_unwind(panic),
             };
             match self.order {
                 Order::Done => return Some(value),
@@ -185,7 +193,10 @@ pub fn run<I: Send, T: Send, R>(
                         if let Some(window) = &window {
                             window.wait_for(index);
                         }
-                        if sender.send((index, work(item))).is_err() {
+                        let done =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(item)));
+                        let panicked = done.is_err();
+                        if sender.send((index, done)).is_err() || panicked {
                             break;
                         }
                     }
@@ -200,14 +211,18 @@ pub fn run<I: Send, T: Send, R>(
             next: 0,
             window: window.clone(),
         };
-        let answer = drive(&mut results);
-        // Nobody reads any more: the workers stop after the item in hand.
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(&mut results)));
+        // Nobody reads any more (done, or a panic): the workers stop after the item in hand,
+        // none left waiting at the window, so the scope can end.
         queue.edit(VecDeque::clear);
         if let Some(window) = &window {
             window.advance(usize::MAX / 2);
         }
         drop(results);
-        answer
+        match answer {
+            Ok(answer) => answer,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     })
 }
 
@@ -273,6 +288,25 @@ mod tests {
             early <= bound,
             "{early} started while item 0 ran (bound {bound})"
         );
+    }
+
+    #[test]
+    fn a_panicking_item_is_the_callers_panic_not_a_hang() {
+        let items: Vec<usize> = (0..200).collect();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let outcome = std::panic::catch_unwind(|| {
+            in_order(
+                &items,
+                |&i| {
+                    assert!(i != 3, "item 3 fails");
+                    i
+                },
+                |_| {},
+            )
+        });
+        std::panic::set_hook(previous);
+        assert!(outcome.is_err(), "the panic reaches the caller");
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn export(
         }
         Err(_) => {}
     }
-    super::output::write_new(&final_path, &json).map_err(|e| {
+    super::output::create(&parent, &file_name.to_string_lossy(), &json).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
             ExportError::Symlink(final_path.clone())
         } else if e.kind() == std::io::ErrorKind::AlreadyExists {

@@ -228,6 +228,8 @@ pub struct App {
     replay_wanted: bool,
     /// Replay was asked for and the watcher not told yet.
     replay_requested: bool,
+    /// Replay judging requests made in this session (their ids never repeat).
+    replay_requests_made: u64,
     /// Options the rollouts were analyzed with.
     pub options: VerdictOptions,
     /// The rollout list.
@@ -311,6 +313,7 @@ impl App {
             requested: Vec::new(),
             replay_wanted: false,
             replay_requested: false,
+            replay_requests_made: 0,
             options,
             list: RolloutList::new(viewport.list_rows),
             view: None,

@@ -77,6 +77,17 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// Create `dir/file_name` with `bytes`, never over an existing file: written under a fresh
+/// name, synced, then linked to its name (which fails if the name is taken), so a failure
+/// (a full disk) leaves nothing, not an empty or partial file.
+pub fn create(dir: &Path, file_name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let temporary = dir.join(fresh_name(file_name));
+    let target = dir.join(file_name);
+    let made = write_new(&temporary, bytes).and_then(|()| std::fs::hard_link(&temporary, &target));
+    let _ = std::fs::remove_file(&temporary);
+    made.map(|()| target)
+}
+
 /// Put `bytes` at `dir/file_name` whole: written under a fresh name, synced, renamed over
 /// (an old file's inode, perhaps hard-linked elsewhere, is never written). With
 /// `permissions`, the new file gets them. Nothing is left behind when it fails.
@@ -150,5 +161,15 @@ mod tests {
         assert_eq!(names.len(), 2, "{names:?}");
         // A symlink planted at a temporary name is never followed: names are fresh.
         assert_ne!(fresh_name("state.json"), fresh_name("state.json"));
+        // Created, never over a file, nothing left when the name is taken.
+        let made = create(dir.path(), "new.json", b"[]").expect("created");
+        assert_eq!(std::fs::read(&made).expect("read"), b"[]");
+        assert!(
+            create(dir.path(), "new.json", b"{}").is_err(),
+            "never over a file"
+        );
+        assert_eq!(std::fs::read(&made).expect("read"), b"[]");
+        let after: usize = std::fs::read_dir(dir.path()).expect("list").count();
+        assert_eq!(after, 3, "no temporary file left");
     }
 }

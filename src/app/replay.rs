@@ -23,8 +23,11 @@ pub struct ReplayState {
     /// Rollouts the timeline moved that are still to be judged again (the rollouts looked
     /// at first); at most [`SEEK_BUDGET`] are asked for at a time.
     pub pending: Vec<usize>,
-    /// Rollouts asked to be judged and not answered yet, with the position they were asked at.
-    pub in_flight: Option<(usize, Vec<usize>)>,
+    /// Rollouts asked to be judged and not answered yet: the request's id, the position
+    /// they were asked at, the rollouts.
+    pub in_flight: Option<(u64, usize, Vec<usize>)>,
+    /// Requests asked so far (the next request's id).
+    asked: u64,
     /// The request to send to the replay worker (taken by the event loop).
     request: Option<JudgeRequest>,
 }
@@ -81,6 +84,7 @@ impl ReplayState {
             anchor: None,
             pending: Vec::new(),
             in_flight: None,
+            asked: 0,
             request: None,
         }
     }
@@ -335,8 +339,14 @@ impl App {
             .iter()
             .map(|&r| (r, holds_all || looked_at.contains(&r)))
             .collect();
-        replay.in_flight = Some((replay.replay.position(), batch));
+        // Ids go on from the last replay's, so an answer to a request of an earlier
+        // replay is never taken for this one's.
+        let id = replay.asked.max(self.replay_requests_made) + 1;
+        self.replay_requests_made = id;
+        replay.asked = id;
+        replay.in_flight = Some((id, replay.replay.position(), batch));
         replay.request = Some(JudgeRequest {
+            id,
             replay: replay.replay.clone(),
             rollouts,
         });
@@ -355,9 +365,15 @@ impl App {
         let Some(replay) = &mut self.replay else {
             return;
         };
-        let Some((position, asked)) = replay.in_flight.take() else {
+        let answers = results.first().map(|r| r.request);
+        let Some((id, position, asked)) = replay.in_flight.take() else {
             return;
         };
+        if answers.is_some_and(|answers| answers != id) {
+            // An answer to another request (an earlier replay's): not this one's.
+            replay.in_flight = Some((id, position, asked));
+            return;
+        }
         if position != replay.replay.position() {
             for rollout in asked {
                 if !replay.pending.contains(&rollout) {

@@ -464,3 +464,32 @@ fn a_replay_answer_for_a_position_left_is_asked_again_where_the_timeline_is() {
     assert_eq!(records(&app), 3);
     assert_eq!(records(&app), records(&in_time));
 }
+
+#[test]
+fn an_answer_to_an_earlier_replays_request_is_not_taken_for_this_ones() {
+    let mut app = demo();
+    app.start_replay();
+    settle(&mut app);
+    app.update(Message::Action(Action::StepForward));
+    let earlier = app.take_judge_request().expect("asked");
+    // Replay left and started again before the answer came.
+    app.update(Message::Action(Action::ToggleReplay));
+    app.start_replay();
+    let now = app.take_judge_request().expect("the new replay asks");
+    assert_ne!(earlier.id, now.id, "ids never repeat");
+    app.update(Message::Judged(tokscope_core::live::replay::judge(
+        &earlier,
+    )));
+    assert!(
+        app.replay.as_ref().unwrap().in_flight.is_some(),
+        "the earlier answer is ignored: this replay's request still waits"
+    );
+    app.update(Message::Judged(tokscope_core::live::replay::judge(&now)));
+    settle(&mut app);
+    assert!(app.replay.as_ref().unwrap().in_flight.is_none());
+    let records: usize = app.rollouts.iter().map(|a| a.records).sum();
+    assert_eq!(
+        records, 1,
+        "one call in: the new replay's answer was applied"
+    );
+}

@@ -83,6 +83,23 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let (mut ready, mut last_beat, mut last_change) = (false, Instant::now(), Instant::now());
     loop {
         if signal.load(Ordering::Relaxed) != 0 {
+            // What the watcher has already read is judged before stopping: a run that went
+            // bad just before the signal still gets its 1.
+            let deadline = Instant::now() + Duration::from_millis(300);
+            while let Ok(event) = handle
+                .events
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                if let StoreEvent::Updated(summary) = event
+                    && let Some(change) = follower.take(*summary, SystemTime::now())
+                {
+                    log.event(&change, &change.text());
+                }
+            }
+            if let Some(alarm) = follower.alarm(SystemTime::now()) {
+                log.event(&alarm, &alarm.text());
+                log.note(&alarm.text());
+            }
             return Ok(log.status(follower.tripped(), 0));
         }
         let first = match handle.events.recv_timeout(Duration::from_millis(100)) {
@@ -188,9 +205,14 @@ impl Log {
         }
     }
 
-    /// A note for people, on standard error, with the time.
+    /// A note for people, on standard error, with the time. A standard error that cannot
+    /// be written (a closed pipe) is ignored: the kill switch is not stopped by its log.
     fn note(&mut self, text: &str) {
-        eprintln!("tokscope: {}  {text}", utc_timestamp(SystemTime::now()));
+        let _ = writeln!(
+            std::io::stderr(),
+            "tokscope: {}  {text}",
+            utc_timestamp(SystemTime::now())
+        );
     }
 
     /// The exit status: the alarm's when it fired, else `otherwise`.

@@ -65,7 +65,14 @@ pub struct LiveStore {
     listed: Vec<Option<std::time::SystemTime>>,
     /// Rollouts refreshed so far (what a poll costs, counted).
     refreshes: usize,
+    /// When the store was last listed whole.
+    last_listing: Option<std::time::Instant>,
 }
+
+/// A directory time this recent may hide a later change in the same tick of a coarse clock.
+pub const COARSE_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+/// A poll lists the whole store at least this often, whatever the directory times say.
+pub const FULL_LISTING: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl LiveStore {
     /// Follow `dirs` (nothing is read yet).
@@ -91,6 +98,7 @@ impl LiveStore {
             following: true,
             listed: Vec::new(),
             refreshes: 0,
+            last_listing: None,
         };
         store.reload_rows();
         store
@@ -135,9 +143,13 @@ impl LiveStore {
 
     /// List the directories and refresh every rollout; returns the changes.
     pub fn rescan(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
-        // Taken before listing: a change made meanwhile makes the next poll list again.
-        self.listed = self.dir_times();
+        // Taken before listing: a change made meanwhile makes the next poll list again; a
+        // listing that fails leaves nothing taken, so the next poll lists again too.
+        let times = self.dir_times();
+        self.listed.clear();
         let found = self.discover()?;
+        self.listed = times;
+        self.last_listing = Some(std::time::Instant::now());
         let mut changes = Vec::new();
         for location in found {
             changes.extend(self.refresh(&location));
@@ -164,8 +176,12 @@ impl LiveStore {
     /// frozen, retired or cleared rollout changes (the writer replaces a state by rename and
     /// appends to no file of a frozen rollout) — so then only the rollouts still being
     /// written are looked at; otherwise the store is listed and every rollout refreshed.
+    ///
+    /// The directory's time is trusted only once it is older than [`COARSE_TIME`] (a file
+    /// system may keep whole seconds), and the store is listed at least every
+    /// [`FULL_LISTING`] whatever the times say (a state rewritten in place, not by rename).
     pub fn poll(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
-        if self.dir_times() != self.listed {
+        if !self.listing_holds() {
             return self.rescan();
         }
         let growing: Vec<RolloutLocation> = self
@@ -178,6 +194,20 @@ impl LiveStore {
             .iter()
             .flat_map(|location| self.refresh(location))
             .collect())
+    }
+
+    /// Whether the last listing still holds: the directories' times are those seen then,
+    /// old enough to be trusted, and the listing is not older than [`FULL_LISTING`].
+    pub(super) fn listing_holds(&self) -> bool {
+        let times = self.dir_times();
+        let recent = times.iter().any(|t| {
+            t.and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age < COARSE_TIME)
+        });
+        let stale = self
+            .last_listing
+            .is_none_or(|at| at.elapsed() >= FULL_LISTING);
+        !self.listed.is_empty() && times == self.listed && !recent && !stale
     }
 
     /// Rollouts refreshed so far (each refresh looks at its four files).
@@ -368,8 +398,18 @@ mod tests {
         }
         writer.clear("cleared").unwrap();
         writer.begin_call("live", "live-c0").unwrap();
+        // A directory time an hour old: trusted (a recent one may hide a change in the same
+        // tick of a coarse clock, and is listed again).
+        let age = |store: &mut LiveStore| {
+            let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::open(dir.path())
+                .and_then(|d| d.set_modified(hour_ago))
+                .unwrap();
+            store.listed = store.dir_times();
+        };
         let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
         store.first_scan(&mut |_| true, &mut || None).unwrap();
+        age(&mut store);
         // Nothing created, deleted or renamed: only the live rollout is looked at.
         let before = store.refreshes();
         assert!(store.poll().unwrap().is_empty());
@@ -392,5 +432,31 @@ mod tests {
         assert!(store.refreshes() - before >= 22, "listed again");
         assert!(changes.iter().any(|e| matches!(e, StoreEvent::Updated(s)
             if s.rollout_id() == "done1" && s.lifecycle == crate::verdict::Lifecycle::Retired)));
+        // A listing that failed is no listing: the next poll lists again.
+        age(&mut store);
+        store.listed.clear();
+        let before = store.refreshes();
+        store.poll().unwrap();
+        assert!(
+            store.refreshes() - before >= 22,
+            "listed again after a failed listing"
+        );
+        // A recent directory time is not trusted (a coarse clock); nor an old listing.
+        writer.clear("new").unwrap();
+        let before = store.refreshes();
+        store.poll().unwrap();
+        store.poll().unwrap();
+        assert!(
+            store.refreshes() - before >= 44,
+            "both polls list: the time is recent"
+        );
+        age(&mut store);
+        store.last_listing = Some(std::time::Instant::now() - FULL_LISTING);
+        let before = store.refreshes();
+        store.poll().unwrap();
+        assert!(
+            store.refreshes() - before >= 22,
+            "listed at least every FULL_LISTING"
+        );
     }
 }

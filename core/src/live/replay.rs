@@ -337,6 +337,8 @@ impl Replay {
 /// jump changed), answered by [`judge`] on a worker, never on the UI thread.
 #[derive(Clone, Debug)]
 pub struct JudgeRequest {
+    /// Which request this is (the asker's count): its answers carry it.
+    pub id: u64,
     /// The replay, at the position to judge at (a cheap clone: the timeline is shared).
     pub replay: Replay,
     /// The rollouts, each with whether its full analysis is wanted (else its summary only,
@@ -347,6 +349,8 @@ pub struct JudgeRequest {
 /// A rollout judged again at a replay position.
 #[derive(Debug)]
 pub struct Judged {
+    /// The request it answers.
+    pub request: u64,
     /// The position it was judged at.
     pub position: usize,
     /// Which rollout (index into the replay's rollouts).
@@ -366,6 +370,7 @@ pub fn judge(request: &JudgeRequest) -> Vec<Judged> {
         |&(rollout, keep)| {
             let analysis = replay.analysis_at(rollout);
             Judged {
+                request: request.id,
                 position: replay.position,
                 rollout,
                 summary: crate::verdict::Summary::of(&analysis),

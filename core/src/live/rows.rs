@@ -27,7 +27,7 @@ impl LiveStore {
     /// were last listed, the rows files are the ones stamped: only they are looked at (no
     /// listing of the directories at every poll).
     pub(crate) fn rows_moved(&self) -> bool {
-        if !self.listed.is_empty() && self.dir_times() == self.listed {
+        if self.listing_holds() {
             return self.rows_stamp.iter().any(|(file, len, modified)| {
                 let meta = std::fs::metadata(file).ok();
                 (

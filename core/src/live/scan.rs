@@ -44,6 +44,7 @@ impl LiveStore {
         let total = pending.len();
         // Taken before listing: a change made meanwhile makes the first poll list again.
         self.listed = self.dir_times();
+        self.last_listing = Some(std::time::Instant::now());
         let queue = crate::pool::Queue::new(pending);
         // What the UI looks at already is read first (later requests come between batches).
         if let Some(focus) = requests() {
