@@ -156,7 +156,13 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             Style::default(),
         ),
     );
-    for (n, what) in [(tally.retired, "retired"), (tally.cleared, "cleared")] {
+    // In replay, a rollout whose first call has not come yet has no files: not "cleared".
+    let cleared = if app.replay.is_some() {
+        0
+    } else {
+        tally.cleared
+    };
+    for (n, what) in [(tally.retired, "retired"), (cleared, "cleared")] {
         if n > 0 {
             parts.push(Part::text(
                 3,
