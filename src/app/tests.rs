@@ -493,21 +493,3 @@ fn an_answer_to_an_earlier_replays_request_is_not_taken_for_this_ones() {
         "one call in: the new replay's answer was applied"
     );
 }
-
-#[test]
-fn replay_does_not_call_rollouts_not_started_yet_cleared() {
-    let mut app = demo();
-    app.start_replay();
-    settle(&mut app);
-    assert!(app.health.tally.cleared > 0, "not started: no files yet");
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 45)).unwrap();
-    terminal
-        .draw(|frame| {
-            crate::ui::draw(frame, &app, crate::ui::Theme { color: false });
-        })
-        .unwrap();
-    let header: String = (0..160)
-        .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_owned())
-        .collect();
-    assert!(!header.contains("cleared"), "{header}");
-}

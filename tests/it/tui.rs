@@ -589,3 +589,20 @@ fn an_empty_gaps_pane_does_not_claim_joins_without_a_row() {
     assert!(text.contains("No rollout row"), "{text}");
     assert!(!text.contains("everything was observed"), "{text}");
 }
+
+#[test]
+fn replay_does_not_call_rollouts_not_started_yet_cleared() {
+    let analyses = tokscope_testkit::demo_analyses();
+    let mut app = tokscope::app::App::new(
+        Vec::new(),
+        analyses,
+        Default::default(),
+        common::viewport(160, 45),
+    );
+    app.start_replay();
+    common::settle(&mut app);
+    assert!(app.health.tally.cleared > 0, "not started: no files yet");
+    let screen = common::screen(&app);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(!header.contains("cleared"), "{header}");
+}
