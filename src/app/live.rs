@@ -210,6 +210,12 @@ impl App {
                     self.message = Some(Notice::StoreBack(dir.clone()));
                     self.live.gone.remove(&dir);
                 }
+                StoreEvent::Unlistable { dir, reason } => {
+                    self.message = Some(Notice::Store(format!(
+                        "{} cannot be listed ({reason}): its rollouts cannot be seen",
+                        dir.display()
+                    )));
+                }
                 StoreEvent::Polling { dir, reason } => {
                     self.message = Some(Notice::Polling {
                         dir: dir.clone(),

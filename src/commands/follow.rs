@@ -4,7 +4,8 @@
 //!
 //! Exit status: **1** the alarm fired (always wins, whatever else failed); **0** stopped by a
 //! signal, or `--until-idle` with nothing over the limit; **2** bad arguments or
-//! configuration; **3** it can no longer watch (after falling back to polling).
+//! configuration; **3** it can no longer watch (after falling back to polling), or a store
+//! could not be listed when it stopped.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -81,6 +82,12 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let heartbeat = args.heartbeat.map(Duration::from_secs_f64);
     let until_idle = args.until_idle.map(Duration::from_secs_f64);
     let (mut ready, mut last_beat, mut last_change) = (false, Instant::now(), Instant::now());
+    // Stores that exist and cannot be listed: a watch that cannot see them is not a healthy
+    // one, and stops with 3, not 0.
+    let mut unlistable = std::collections::BTreeSet::new();
+    let stopped = |unlistable: &std::collections::BTreeSet<PathBuf>| {
+        if unlistable.is_empty() { 0 } else { BLIND }
+    };
     loop {
         if signal.load(Ordering::Relaxed) != 0 {
             // What the watcher has already read is judged before stopping: a run that went
@@ -100,7 +107,7 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 log.event(&alarm, &alarm.text());
                 log.note(&alarm.text());
             }
-            return Ok(log.status(follower.tripped(), 0));
+            return Ok(log.status(follower.tripped(), stopped(&unlistable)));
         }
         let first = match handle.events.recv_timeout(Duration::from_millis(100)) {
             Ok(event) => Some(event),
@@ -125,10 +132,21 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     "{} is gone; waiting for it to come back",
                     sanitize(&dir.display().to_string())
                 )),
-                StoreEvent::StoreBack(dir) => log.note(&format!(
-                    "{} is there: followed",
-                    sanitize(&dir.display().to_string())
-                )),
+                StoreEvent::StoreBack(dir) => {
+                    unlistable.remove(&dir);
+                    log.note(&format!(
+                        "{} is there: followed",
+                        sanitize(&dir.display().to_string())
+                    ));
+                }
+                StoreEvent::Unlistable { dir, reason } => {
+                    log.note(&format!(
+                        "{} cannot be listed ({}): its rollouts cannot be seen",
+                        sanitize(&dir.display().to_string()),
+                        sanitize(&reason)
+                    ));
+                    unlistable.insert(dir);
+                }
                 StoreEvent::Polling { dir, reason } => log.note(&format!(
                     "{}: no change events ({}); polling it every second instead",
                     sanitize(&dir.display().to_string()),
@@ -160,7 +178,7 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
             && last_change.elapsed() >= idle
         {
             log.note("idle: no change for --until-idle; stopping");
-            return Ok(log.status(follower.tripped(), 0));
+            return Ok(log.status(follower.tripped(), stopped(&unlistable)));
         }
     }
 }

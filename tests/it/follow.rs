@@ -409,3 +409,48 @@ fn lifecycle_case(mode: Mode, masked_every: Option<usize>, trips: bool) {
     );
     assert_eq!(explorer.masked, masked);
 }
+
+#[test]
+fn a_store_that_cannot_be_listed_is_not_a_healthy_stop() {
+    // Root reads any directory: the test means something only for another user.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let temp = tempfile::tempdir().unwrap();
+        let good = temp.path().join("good");
+        let writer = tokscope_testkit::RunWriter::new(&good);
+        writer.rollout("g1", 2, false, false).unwrap();
+        // A file where a store is named: listing it fails (not a directory, not missing).
+        let bad = temp.path().join("bad");
+        std::fs::create_dir(&bad).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+            .args(["check", "--follow", "--until-idle", "1"])
+            .arg(&good)
+            .arg(&bad)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // Replaced by a file: it exists and cannot be listed.
+        std::fs::remove_dir(&bad).unwrap();
+        std::fs::write(&bad, b"").unwrap();
+        writer.rollout("g2", 2, false, false).unwrap();
+        let code = wait(&mut child, Duration::from_secs(20));
+        let (out, err) = read_all(&mut child);
+        assert!(
+            out.contains("g2"),
+            "the other store is still followed: {out}"
+        );
+        assert_eq!(code, Some(3), "{err}");
+        assert!(err.contains("cannot be listed"), "{err}");
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let store = temp.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    std::fs::set_permissions(&store, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let mut child = spawn_in(Mode::Poll, &store, &["--until-idle", "1"]);
+    let code = wait(&mut child, Duration::from_secs(20));
+    std::fs::set_permissions(&store, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(code, Some(3));
+}

@@ -29,6 +29,14 @@ pub enum StoreEvent {
     StoreGone(PathBuf),
     /// A followed directory is there again (recreated or renamed back): followed anew.
     StoreBack(PathBuf),
+    /// A followed directory exists and cannot be listed (permissions, an I/O error): its
+    /// rollouts cannot be seen until it can ([`StoreEvent::StoreBack`] then).
+    Unlistable {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Change events cannot be had for a followed directory (the watch or instance limit,
     /// a file system without them): it is polled instead, every [`super::watch::FALLBACK_POLL`].
     Polling {

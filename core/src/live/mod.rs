@@ -67,6 +67,10 @@ pub struct LiveStore {
     refreshes: usize,
     /// When the store was last listed whole.
     last_listing: Option<std::time::Instant>,
+    /// Followed directories that exist and cannot be listed (permissions, I/O errors).
+    unlistable: std::collections::BTreeSet<PathBuf>,
+    /// What listing found to report (a directory unlistable, or listable again).
+    listing_events: Vec<StoreEvent>,
 }
 
 /// A directory time this recent may hide a later change in the same tick of a coarse clock.
@@ -99,6 +103,8 @@ impl LiveStore {
             listed: Vec::new(),
             refreshes: 0,
             last_listing: None,
+            unlistable: Default::default(),
+            listing_events: Vec::new(),
         };
         store.reload_rows();
         store
@@ -148,9 +154,11 @@ impl LiveStore {
         let times = self.dir_times();
         self.listed.clear();
         let found = self.discover()?;
-        self.listed = times;
+        if self.unlistable.is_empty() {
+            self.listed = times;
+        }
         self.last_listing = Some(std::time::Instant::now());
-        let mut changes = Vec::new();
+        let mut changes = self.take_listing_events();
         for location in found {
             changes.extend(self.refresh(&location));
         }
@@ -208,6 +216,11 @@ impl LiveStore {
             .last_listing
             .is_none_or(|at| at.elapsed() >= FULL_LISTING);
         !self.listed.is_empty() && times == self.listed && !recent && !stale
+    }
+
+    /// What the last listings found to report.
+    pub(super) fn take_listing_events(&mut self) -> Vec<StoreEvent> {
+        std::mem::take(&mut self.listing_events)
     }
 
     /// Rollouts refreshed so far (each refresh looks at its four files).

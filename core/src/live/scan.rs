@@ -42,6 +42,11 @@ impl LiveStore {
             .filter(|l| !self.rollouts.contains_key(l))
             .collect();
         let total = pending.len();
+        for event in self.take_listing_events() {
+            if !send(event) {
+                return Ok(false);
+            }
+        }
         // Taken before listing: a change made meanwhile makes the first poll list again.
         self.listed = self.dir_times();
         self.last_listing = Some(std::time::Instant::now());
@@ -94,15 +99,30 @@ impl LiveStore {
             Ok(true)
         })
     }
-    /// The rollouts of the followed directories, in store then natural id order.
-    pub(super) fn discover(&self) -> Result<Vec<RolloutLocation>, StoreDirError> {
+    /// The rollouts of the followed directories, in store then natural id order. A
+    /// directory that cannot be listed does not keep the others from being listed: it is
+    /// reported once ([`StoreEvent::Unlistable`], in [`LiveStore::take_listing_events`]),
+    /// and again when it can be listed ([`StoreEvent::StoreBack`]).
+    pub(super) fn discover(&mut self) -> Result<Vec<RolloutLocation>, StoreDirError> {
         let mut found = Vec::new();
-        for dir in &self.dirs {
-            match crate::store::discover(dir) {
-                Ok(locations) => found.extend(locations),
+        for dir in self.dirs.clone() {
+            match crate::store::discover(&dir) {
+                Ok(locations) => {
+                    found.extend(locations);
+                    if self.unlistable.remove(&dir) {
+                        self.listing_events.push(StoreEvent::StoreBack(dir));
+                    }
+                }
                 // A directory that went away is reported by the watch; its rollouts are gone.
                 Err(error) if error.source.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => return Err(error),
+                Err(error) => {
+                    if self.unlistable.insert(dir.clone()) {
+                        self.listing_events.push(StoreEvent::Unlistable {
+                            dir,
+                            reason: error.source.to_string(),
+                        });
+                    }
+                }
             }
         }
         found.sort_by(|a, b| a.dir.cmp(&b.dir).then_with(|| natural_cmp(&a.id, &b.id)));
