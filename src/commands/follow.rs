@@ -161,10 +161,12 @@ pub fn run(mut args: CheckArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         }
         if let Some(alarm) = follower.alarm(SystemTime::now()) {
             log.event(&alarm, &alarm.text());
-            eprintln!(
-                "tokscope: {}  the alarm fired (see standard output)",
-                alarm.ts
-            );
+            if log.lost {
+                // Standard output is gone: the alarm's counts go to standard error instead.
+                log.note(&alarm.text());
+            } else {
+                log.note("the alarm fired (see standard output)");
+            }
             return Ok(ExitCode::from(ALARM));
         }
         if let Some(every) = heartbeat

@@ -454,3 +454,57 @@ fn a_store_that_cannot_be_listed_is_not_a_healthy_stop() {
     std::fs::set_permissions(&store, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     assert_eq!(code, Some(3));
 }
+
+#[test]
+fn closed_outputs_never_stop_the_kill_switch_nor_hide_the_alarm() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("store");
+    let writer = tokscope_testkit::RunWriter::new(&dir);
+    for n in 0..6 {
+        writer
+            .rollout(&format!("m{n}"), 2, n % 2 == 0, true)
+            .unwrap();
+    }
+    // Standard output and standard error both closed pipes (`… 2>&1 | head -c 10`).
+    let mut child = spawn(&dir, &["--max-mask-fraction", "0.2", "--min-frozen", "2"]);
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    assert_eq!(
+        wait(&mut child, Duration::from_secs(20)),
+        Some(1),
+        "the alarm wins, not a crash on a broken pipe"
+    );
+    // Only standard output closed: the alarm's counts go to standard error.
+    let mut child = spawn(&dir, &["--max-mask-fraction", "0.2", "--min-frozen", "2"]);
+    drop(child.stdout.take());
+    let code = wait(&mut child, Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("ALARM: 3 of 6 judged rollouts masked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_signal_right_after_the_run_went_bad_still_exits_1() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("store");
+    let writer = tokscope_testkit::RunWriter::new(&dir);
+    writer.rollout("ok0", 2, false, true).unwrap();
+    let mut child = spawn(&dir, &["--max-mask-fraction", "0.2", "--min-frozen", "2"]);
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 0..4 {
+        writer.rollout(&format!("m{n}"), 2, true, true).unwrap();
+    }
+    // SAFETY: signalling a child this test spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    assert_eq!(
+        wait(&mut child, Duration::from_secs(10)),
+        Some(1),
+        "what was read before the signal is judged"
+    );
+}
