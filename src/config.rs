@@ -321,9 +321,9 @@ impl State {
             let existing = existing.canonicalize().map_err(io)?;
             crate::app::output::check_outside_stores(&existing, stores).map_err(refused)?;
         }
+        // Directories made now are new and empty: neither a store nor inside one.
         std::fs::create_dir_all(dir).map_err(io)?;
         let dir = dir.canonicalize().map_err(io)?;
-        crate::app::output::check_outside_stores(&dir, stores).map_err(refused)?;
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(e.into()))?;
         crate::app::output::replace(&dir, &name.to_string_lossy(), &bytes, None)
             .map(drop)

@@ -67,7 +67,7 @@ fn fresh_name(file_name: &str) -> String {
 }
 
 /// Create `path` (never an existing name, never through a symlink), write `bytes`, sync.
-pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -158,6 +158,23 @@ fn without_follow_check_is_unchanged_and_follow_options_need_it() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("1 rollout: 1 ok"));
 }
 
+/// The kill switch of the lifecycle tests: over 20% of at least 5 judged, a heartbeat every
+/// 0.2 s, stopped after `idle` seconds without a change, JSON lines.
+fn lifecycle_args(idle: &str) -> Vec<&str> {
+    vec![
+        "--max-mask-fraction",
+        "0.2",
+        "--min-frozen",
+        "5",
+        "--until-idle",
+        idle,
+        "--heartbeat",
+        "0.2",
+        "--format",
+        "jsonl",
+    ]
+}
+
 /// How `check --follow` notices changes in a lifecycle test.
 #[derive(Clone, Copy, Debug)]
 enum Mode {
@@ -242,22 +259,7 @@ fn a_healthy_run_that_retires_what_it_delivers_is_never_killed() {
         // What an earlier run left: tombstones, and ids cleared down to their lock.
         writer.rollout("old-1", 2, false, true).unwrap();
         writer.clear("old-2").unwrap();
-        let mut child = spawn_in(
-            mode,
-            &dir,
-            &[
-                "--max-mask-fraction",
-                "0.2",
-                "--min-frozen",
-                "5",
-                "--until-idle",
-                "2",
-                "--heartbeat",
-                "0.2",
-                "--format",
-                "jsonl",
-            ],
-        );
+        let mut child = spawn_in(mode, &dir, &lifecycle_args("2"));
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(
             child.try_wait().unwrap(),
@@ -322,22 +324,7 @@ fn the_kill_switch_trips_iff_the_judged_masked_fraction_crosses_the_limit() {
 fn lifecycle_case(mode: Mode, masked_every: Option<usize>, trips: bool) {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("store");
-    let mut child = spawn_in(
-        mode,
-        &dir,
-        &[
-            "--max-mask-fraction",
-            "0.2",
-            "--min-frozen",
-            "5",
-            "--until-idle",
-            "2.5",
-            "--heartbeat",
-            "0.2",
-            "--format",
-            "jsonl",
-        ],
-    );
+    let mut child = spawn_in(mode, &dir, &lifecycle_args("2.5"));
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(
         child.try_wait().unwrap(),

@@ -12,6 +12,13 @@ use crate::store::RolloutLocation;
 /// A rows file's path, size and modification time.
 pub(super) type RowsFileStamp = (PathBuf, u64, Option<std::time::SystemTime>);
 
+/// `file` with its size and modification time now.
+fn stamp_of(file: PathBuf) -> RowsFileStamp {
+    let meta = std::fs::metadata(&file).ok();
+    let len = meta.as_ref().map_or(0, |m| m.len());
+    (file, len, meta.and_then(|m| m.modified().ok()))
+}
+
 impl LiveStore {
     /// Read the rollout rows again. Their stamp is taken first, so that a change made while
     /// (or right after) they are read is seen by the next [`LiveStore::rows_moved`].
@@ -21,6 +28,7 @@ impl LiveStore {
         rows.discover(&self.dirs);
         self.rows = Arc::new(rows);
     }
+
     /// Whether a rows file changed on disk since the rows were last read (polling).
     ///
     /// While no file of the store directories was created, deleted or renamed since they
@@ -28,20 +36,19 @@ impl LiveStore {
     /// listing of the directories at every poll).
     pub(crate) fn rows_moved(&self) -> bool {
         if self.listing_holds() {
-            return self.rows_stamp.iter().any(|(file, len, modified)| {
-                let meta = std::fs::metadata(file).ok();
-                (
-                    meta.as_ref().map_or(0, |m| m.len()),
-                    meta.and_then(|m| m.modified().ok()),
-                ) != (*len, *modified)
-            });
+            return self
+                .rows_stamp
+                .iter()
+                .any(|stamped| stamp_of(stamped.0.clone()) != *stamped);
         }
         self.rows_stamp() != self.rows_stamp
     }
+
     /// The rows read.
     pub fn rows(&self) -> &Rows {
         &self.rows
     }
+
     /// Rows changed: read them again and judge every rollout anew (cooled rollouts are
     /// read again, one at a time, and cooled again).
     pub(crate) fn rows_changed(&mut self) -> Vec<StoreEvent> {
@@ -62,12 +69,14 @@ impl LiveStore {
         }
         events
     }
+
     /// A line about the rows worth the user's attention, if any (see [`Rows::message`]).
     pub fn rows_message(&self) -> Option<String> {
         let ids: std::collections::HashSet<&str> =
             self.rollouts.keys().map(|l| l.id.as_str()).collect();
         self.rows.message(&ids)
     }
+
     /// Size and modification time of every rows file (to notice changes when polling).
     pub(crate) fn rows_stamp(&self) -> Vec<RowsFileStamp> {
         let mut files: Vec<PathBuf> = self.rows.files.clone();
@@ -83,18 +92,9 @@ impl LiveStore {
         }
         files.sort();
         files.dedup();
-        files
-            .into_iter()
-            .map(|f| {
-                let meta = std::fs::metadata(&f).ok();
-                let stamp = (
-                    meta.as_ref().map_or(0, |m| m.len()),
-                    meta.and_then(|m| m.modified().ok()),
-                );
-                (f, stamp.0, stamp.1)
-            })
-            .collect()
+        files.into_iter().map(stamp_of).collect()
     }
+
     /// Whether `path` is a rows file of a followed directory.
     pub(crate) fn is_rows_file(&self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
