@@ -90,6 +90,9 @@ pub enum Command {
     /// Like `build --format table`, exiting with status 1 when a frozen rollout is masked;
     /// with `--follow`, keep watching (the kill switch for a training run).
     Check(CheckArgs),
+    /// Group the masked and at-risk rollouts by cause (with reward, agent and task from the
+    /// rows), and list the tasks masking thins: the run-level why, for a CI log or a ticket.
+    Why(WhyArgs),
     /// Open the explorer replaying a recorded store call by call, from the first call.
     Replay(ReplayArgs),
     /// Write the bundled demo store progressively into a fresh temporary directory, following
@@ -160,6 +163,31 @@ pub struct BuildArgs {
     /// delivered (needs --terminal-call).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub mask_incomplete_when_attributed: bool,
+}
+
+/// Arguments of `tokscope why`.
+#[derive(clap::Args, Debug)]
+pub struct WhyArgs {
+    /// Token-store directories (default: the bundled demo store).
+    pub stores: Vec<PathBuf>,
+    /// A local Hugging Face `tokenizer.json`: broken links then say what the edit did to the
+    /// text (re-tokenized, whitespace, reasoning removed, JSON re-serialized).
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = WhyFormat::Text)]
+    pub format: WhyFormat,
+}
+
+/// Output formats of `why`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WhyFormat {
+    /// Aligned text (a CI log).
+    Text,
+    /// A markdown table (a ticket).
+    Markdown,
+    /// One JSON object (a script).
+    Json,
 }
 
 /// Arguments of `tokscope check`.

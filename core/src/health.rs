@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::causes::Causes;
 use crate::verdict::{Standing, Summary, Tally};
 
 /// Seconds of history in the calls-per-second series.
@@ -33,6 +34,8 @@ pub struct Health {
     pub delivered_buckets: [usize; 5],
     /// Calls per second over the last [`RATE_WINDOW`] seconds of `created_at` times.
     pub calls_per_second: Vec<u64>,
+    /// Masked and at-risk rollouts grouped by cause, and the tasks masking thins.
+    pub causes: Causes,
     /// Records by whole second of `created_at`, over every rollout.
     seconds: BTreeMap<i64, u64>,
 }
@@ -83,6 +86,11 @@ impl Health {
         self.tally.count(standing, sign);
         if standing == Standing::Cleared {
             return;
+        }
+        if sign > 0 {
+            self.causes.add(s);
+        } else {
+            self.causes.remove(s);
         }
         if matches!(standing, Standing::Masked | Standing::AtRisk) {
             for reason in &s.reasons {

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+pub mod causes;
 pub mod detok;
 pub mod follow;
 pub mod gaps;

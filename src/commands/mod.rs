@@ -8,6 +8,7 @@ mod demo;
 mod explore;
 mod follow;
 mod replay;
+mod why;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +30,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Check(args)) if args.follow => follow::run(args, &rows),
         Some(Command::Check(args)) => check::run(args, &rows),
         Some(Command::Replay(args)) => replay::run(args, rows),
+        Some(Command::Why(args)) => why::run(args, &rows),
         Some(Command::Demo(args)) => demo::run(args, rows),
         Some(Command::Completions(args)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -73,6 +75,7 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
         Some(Command::Build(args)) => &mut args.stores,
         Some(Command::Check(args)) => &mut args.stores,
         Some(Command::Replay(args)) => &mut args.stores,
+        Some(Command::Why(args)) => &mut args.stores,
         Some(Command::Demo(_) | Command::Completions(_) | Command::Man) => return Ok(()),
         None => &mut cli.stores,
     };

@@ -32,7 +32,8 @@ const CORE: Crate = Crate {
         ("observe", 3), // rows, records and joins
         ("verdict", 4),
         ("gaps", 5),
-        ("health", 5), // store-wide counts of summaries
+        ("causes", 5), // a run's masked rollouts grouped by cause signature
+        ("health", 6), // store-wide counts of summaries, the causes among them
         ("graph", 6),  // the observation graph, above judging
         ("report", 7),
         ("table", 7),

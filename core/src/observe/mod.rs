@@ -13,6 +13,6 @@ pub mod rows;
 
 pub use record::{
     CallRef, Compaction, Invocation, ModelCall, ModelRef, ObservationGap, Observations,
-    ObservedCall, RowSource, Sandbox, ToolCall, Verifier,
+    ObservedCall, RowContext, RowSource, Sandbox, ToolCall, Verifier,
 };
 pub use rows::{MalformedRolloutId, RowProblem, Rows, row_key};

@@ -285,6 +285,7 @@ impl Observations {
         let mut reader = RowReader::default();
         reader.obs.source = source;
         reader.obs.failure_class = text(row, "_ng_failure_class");
+        reader.obs.context = super::record::RowContext::of(row);
         let part = |key: &str| row.get(key).filter(|t| t.is_object());
         if let Some(t) = part("ng_trajectory") {
             for v in list(t, "invocations") {

@@ -295,6 +295,52 @@ pub struct Observations {
     pub problems: Vec<String>,
     /// Rows were given, but none names this rollout.
     pub missing_row: bool,
+    /// What the row says of the rollout as a training sample: reward, agent, task.
+    pub context: RowContext,
+}
+
+/// What a row says of its rollout as a training sample (top-level fields of the run body
+/// rollout collection writes): the run-level questions group and weigh masked rollouts by it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RowContext {
+    /// `reward`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reward: Option<f64>,
+    /// `agent_ref.name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// `_ng_task_index`: the task, and the group of rollouts sampled for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// `_ng_rollout_index`: which sample of the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<String>,
+    /// The row's own `mask_sample`, where the producer wrote one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mask_sample: Option<bool>,
+}
+
+impl RowContext {
+    /// The context fields of a row (`None` for those it lacks or writes in another type).
+    pub fn of(row: &Value) -> RowContext {
+        let reward = match row.get("reward") {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::Bool(b)) => Some(f64::from(u8::from(*b))),
+            _ => None,
+        };
+        RowContext {
+            reward: reward.filter(|r| r.is_finite()),
+            agent: row.get("agent_ref").and_then(|a| text(a, "name")),
+            task: text(row, "_ng_task_index"),
+            sample: text(row, "_ng_rollout_index"),
+            mask_sample: row.get("mask_sample").and_then(Value::as_bool),
+        }
+    }
+
+    /// Whether the row said anything of the sample.
+    pub fn is_empty(&self) -> bool {
+        *self == RowContext::default()
+    }
 }
 
 impl Observations {

@@ -140,8 +140,13 @@ pub fn row_key(row: &Value) -> Result<Option<String>, MalformedRolloutId> {
     Ok(run_body_key(row)?.or_else(|| text(row, "rollout_id")))
 }
 
+/// Whether a row is worth attaching: it carries observations, or says what the rollout was
+/// worth (a reward or the agent), which the run-level questions need even without a trajectory.
 fn has_observations(row: &Map<String, Value>) -> bool {
-    OBSERVATION_KEYS.iter().any(|k| row.contains_key(*k))
+    OBSERVATION_KEYS
+        .iter()
+        .chain(&["reward", "agent_ref"])
+        .any(|k| row.contains_key(*k))
 }
 
 impl Rows {
@@ -289,7 +294,8 @@ impl Rows {
                     line: first,
                 },
                 format!(
-                    "{} row(s) carry no observations ({}) and were skipped: line {}{more}",
+                    "{} row(s) carry no observations ({}, reward, agent_ref) and were skipped: \
+                     line {}{more}",
                     bare_lines.len(),
                     OBSERVATION_KEYS.join(", "),
                     shown.join(", ")

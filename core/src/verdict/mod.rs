@@ -2,6 +2,7 @@
 //!
 //! The reasons are typed ([`MaskReason`]); the report's JSON shapes live in [`crate::report`].
 
+pub mod cause;
 mod reason;
 mod standing;
 mod summary;
@@ -42,6 +43,9 @@ pub struct VerdictOptions {
     pub digest_memo: Option<std::sync::Arc<crate::rebuild::memo::DigestMemo>>,
     /// What the harness observed around the capture (its rollout row), when known.
     pub observations: Option<std::sync::Arc<crate::observe::Observations>>,
+    /// The tokenizer, when given: a broken link's cause then says what the edit did to the
+    /// text ([`cause`]).
+    pub detokenizer: Option<std::sync::Arc<crate::detok::Detokenizer>>,
 }
 
 impl Default for VerdictOptions {
@@ -53,6 +57,7 @@ impl Default for VerdictOptions {
             mask_incomplete_when_attributed: true,
             digest_memo: None,
             observations: None,
+            detokenizer: None,
         }
     }
 }

@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use super::cause::{Cause, cause_of};
 use super::standing::{LiveStatus, Standing};
 use super::{Analysis, Lifecycle, MaskReason, Verdict};
+use crate::observe::RowContext;
 use crate::store::{IssueKind, RolloutLocation};
 
 /// A rollout reduced to its counts, verdict and health contributions.
@@ -38,6 +40,10 @@ pub struct Summary {
     pub parent_decisions: BTreeMap<String, usize>,
     /// Records by whole second of `created_at` (for the calls-per-second series).
     pub call_seconds: BTreeMap<i64, u32>,
+    /// Why it is masked, refined (masked or at risk only).
+    pub cause: Option<Cause>,
+    /// What its row says of it (reward, agent, task), when rows were given and one names it.
+    pub context: Option<RowContext>,
 }
 
 impl Summary {
@@ -113,7 +119,38 @@ impl Summary {
             prefix,
             parent_decisions,
             call_seconds,
+            cause: matches!(analysis.standing(), Standing::Masked | Standing::AtRisk)
+                .then(|| cause_of(analysis))
+                .flatten(),
+            context: analysis
+                .options
+                .observations
+                .as_ref()
+                .map(|o| o.context.clone())
+                .filter(|c| !c.is_empty()),
         }
+    }
+
+    /// The row's reward, if its row gave one.
+    pub fn reward(&self) -> Option<f64> {
+        self.context.as_ref().and_then(|c| c.reward)
+    }
+
+    /// The agent its row names, if any.
+    pub fn agent(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.agent.as_deref())
+    }
+
+    /// The task its row names, if any.
+    pub fn task(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.task.as_deref())
+    }
+
+    /// Whether the row's own `mask_sample` disagrees with this verdict (judged rollouts only).
+    pub fn row_disagrees(&self) -> bool {
+        let judged = matches!(self.standing(), Standing::Ok | Standing::Masked);
+        let row = self.context.as_ref().and_then(|c| c.mask_sample);
+        judged && row.is_some_and(|row| row != (self.standing() == Standing::Masked))
     }
 
     /// The rollout id.

@@ -56,6 +56,25 @@ pub enum IssueKind {
     TooLong,
 }
 
+impl IssueKind {
+    /// Its name in cause signatures: `torn_tail`, `corrupt`, `refused`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            IssueKind::TornTail => "torn_tail",
+            IssueKind::Unterminated => "unterminated",
+            IssueKind::Corrupt => "corrupt_line",
+            IssueKind::Refused => "refused_record",
+            IssueKind::Conflict => "conflicting_duplicate",
+            IssueKind::BadState => "bad_state_file",
+            IssueKind::BadIntents => "bad_intents_file",
+            IssueKind::Vanished => "file_vanished",
+            IssueKind::Io => "io_error",
+            IssueKind::SentinelWithoutFlag => "sentinel_without_flag",
+            IssueKind::TooLong => "line_too_long",
+        }
+    }
+}
+
 /// The default longest record line parsed: far beyond any real record. The file's bytes are
 /// held either way; the cap bounds what parsing one runaway line would allocate on top.
 pub const DEFAULT_LINE_LIMIT: usize = 256 << 20;

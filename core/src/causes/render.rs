@@ -1,0 +1,215 @@
+//! The causes of a run as text (a CI log), markdown (a ticket) or JSON (a script).
+
+use serde_json::{Value, json};
+
+use super::{Causes, Group};
+use crate::text::sanitize;
+use crate::verdict::Tally;
+use crate::verdict::cause::{Cause, Evidence};
+
+/// How much of the run the groups cover: rollouts (not cleared) and those masked or at risk.
+fn totals(tally: &Tally) -> (usize, usize) {
+    (tally.rollouts(), tally.masked + tally.at_risk)
+}
+
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// Where the example broke, in a few words: `call c3, token 1234: −"…" +"…"`.
+pub fn example_line(id: &str, cause: &Cause) -> String {
+    let mut line = sanitize(id).into_owned();
+    if let Some(call) = &cause.call {
+        line.push_str(&format!(" {}", sanitize(call)));
+    }
+    if let Evidence::Link(link) = &cause.evidence {
+        if let Some(position) = link.position {
+            line.push_str(&format!(" at token {position}"));
+        }
+        match (&link.text, link.edit) {
+            (Some(text), _) => line.push_str(&format!(
+                ": −\"{}\" +\"{}\"",
+                sanitize(&text.removed),
+                sanitize(&text.inserted)
+            )),
+            (None, Some(edit)) if edit.aligned => line.push_str(&format!(
+                ": {} token(s) removed, {} inserted",
+                edit.removed, edit.inserted
+            )),
+            _ => {}
+        }
+    }
+    line
+}
+
+fn agents_text(group: &Group) -> String {
+    if group.agents.is_empty() {
+        return "agent unknown".into();
+    }
+    let mut agents: Vec<(&String, &usize)> = group.agents.iter().collect();
+    agents.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    agents
+        .iter()
+        .map(|(name, n)| format!("{} {n}", sanitize(name)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn reward_text(group: &Group) -> String {
+    let reward = group.reward();
+    match reward.mean {
+        Some(mean) => format!(
+            "reward mean {mean:.2} ({} known), {} with reward > 0",
+            reward.known, reward.masked_with_reward
+        ),
+        None => "no reward known".into(),
+    }
+}
+
+/// The causes as text lines.
+pub fn text(causes: &Causes, tally: &Tally) -> String {
+    let (rollouts, masked) = totals(tally);
+    let groups = causes.groups();
+    let mut out = format!(
+        "{rollouts} rollouts, {masked} masked or at risk ({:.1}%), {} cause group(s)\n",
+        share(masked, rollouts) * 100.0,
+        groups.len()
+    );
+    for group in &groups {
+        out.push_str(&format!(
+            "\n{:>6} {:>5.1}%  {}\n",
+            group.len(),
+            share(group.len(), masked) * 100.0,
+            sanitize(&group.title)
+        ));
+        out.push_str(&format!(
+            "              {} · {}\n",
+            agents_text(group),
+            reward_text(group)
+        ));
+        if let Some(((id, _), cause)) = group.example() {
+            out.push_str(&format!("              e.g. {}\n", example_line(id, cause)));
+        }
+    }
+    let thinned = causes.thinned();
+    if !thinned.is_empty() {
+        out.push_str("\ntasks masking thins (fewer than 2 delivered, or equal rewards):\n");
+        for t in &thinned {
+            out.push_str(&format!(
+                "  task {}: {} delivered, {} masked ({})\n",
+                sanitize(&t.task),
+                t.delivered,
+                t.masked,
+                t.why.replace('_', " ")
+            ));
+        }
+    }
+    let disagree = causes.disagreements();
+    if !disagree.is_empty() {
+        let ids: Vec<String> = disagree
+            .iter()
+            .map(|(id, _)| sanitize(id).into_owned())
+            .collect();
+        out.push_str(&format!(
+            "\nrows whose mask_sample disagrees with tokscope: {}\n",
+            ids.join(", ")
+        ));
+    }
+    out
+}
+
+/// A markdown cell: no pipes or line breaks.
+fn cell(text: &str) -> String {
+    sanitize(text).replace('|', "\\|").replace('\n', " ")
+}
+
+/// The causes as a markdown table a person can paste into a ticket.
+pub fn markdown(causes: &Causes, tally: &Tally) -> String {
+    let (rollouts, masked) = totals(tally);
+    let mut out = format!(
+        "**{rollouts} rollouts, {masked} masked or at risk ({:.1}%)**\n\n",
+        share(masked, rollouts) * 100.0
+    );
+    out.push_str("| rollouts | share | cause | agents | mean reward | masked with reward > 0 | example |\n");
+    out.push_str("|---:|---:|---|---|---:|---:|---|\n");
+    for group in causes.groups() {
+        let reward = group.reward();
+        let example = group
+            .example()
+            .map(|((id, _), cause)| example_line(id, cause))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | {:.1}% | {} | {} | {} | {} | {} |\n",
+            group.len(),
+            share(group.len(), masked) * 100.0,
+            cell(&group.title),
+            cell(&agents_text(group)),
+            reward.mean.map_or("–".into(), |m| format!("{m:.2}")),
+            reward.masked_with_reward,
+            cell(&example)
+        ));
+    }
+    let thinned = causes.thinned();
+    if !thinned.is_empty() {
+        out.push_str("\n| task | delivered | masked | thinned because |\n|---|---:|---:|---|\n");
+        for t in &thinned {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                cell(&t.task),
+                t.delivered,
+                t.masked,
+                t.why.replace('_', " ")
+            ));
+        }
+    }
+    out
+}
+
+/// The causes as JSON: `{"rollouts", "masked", "groups": [{"title", "reason", "signature",
+/// "rollouts", "agents", "reward": {"mean", "masked_with_reward"}, …}], "thinned_groups"}`.
+pub fn json(causes: &Causes, tally: &Tally) -> Value {
+    let (rollouts, masked) = totals(tally);
+    let groups: Vec<Value> = causes
+        .groups()
+        .iter()
+        .map(|group| {
+            let reward = group.reward();
+            let signature: serde_json::Map<String, Value> = group
+                .signature
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
+                .collect();
+            let example = group.example().map(|((id, _), cause)| {
+                json!({"rollout": id, "cause": cause})
+            });
+            json!({
+                "title": group.title,
+                "key": group.key,
+                "reason": group.reason,
+                "signature": signature,
+                "count": group.len(),
+                "share": share(group.len(), masked),
+                "rollouts": group.members.keys().map(|(id, _)| id).collect::<Vec<_>>(),
+                "agents": group.agents,
+                "stores": group.stores.iter().map(|(s, n)| (s.display().to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+                "reward": {
+                    "mean": reward.mean,
+                    "known": reward.known,
+                    "masked_with_reward": reward.masked_with_reward,
+                },
+                "example": example,
+            })
+        })
+        .collect();
+    json!({
+        "rollouts": rollouts,
+        "masked": masked,
+        "groups": groups,
+        "thinned_groups": causes.thinned(),
+        "row_disagreements": causes.disagreements().iter().map(|(id, _)| id).collect::<Vec<_>>(),
+    })
+}

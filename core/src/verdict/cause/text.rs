@@ -1,0 +1,154 @@
+//! What an edit did to the text, when a tokenizer can decode both sides: the classes a
+//! harness's re-rendered history falls into, and a short normalized snippet of each side.
+
+use serde::Serialize;
+
+/// How the text of the two sides of an edit differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextClass {
+    /// The same text, tokenized differently (a word re-split).
+    Retokenized,
+    /// A reasoning block (`<think>…</think>`) the parent generated is missing.
+    ReasoningRemoved,
+    /// The same JSON, serialized differently (spacing, key order).
+    JsonReserialized,
+    /// Only whitespace differs (trimmed, collapsed, re-indented).
+    WhitespaceOnly,
+    /// Other text.
+    OtherText,
+}
+
+impl TextClass {
+    /// Its name in signatures.
+    pub fn name(self) -> &'static str {
+        match self {
+            TextClass::Retokenized => "retokenized_same_text",
+            TextClass::ReasoningRemoved => "reasoning_removed",
+            TextClass::JsonReserialized => "json_reserialized",
+            TextClass::WhitespaceOnly => "whitespace_only",
+            TextClass::OtherText => "other_text",
+        }
+    }
+
+    /// Words for a title.
+    pub fn words(self) -> &'static str {
+        match self {
+            TextClass::Retokenized => "same text, tokenized differently",
+            TextClass::ReasoningRemoved => "reasoning block removed",
+            TextClass::JsonReserialized => "JSON re-serialized",
+            TextClass::WhitespaceOnly => "whitespace only",
+            TextClass::OtherText => "other text",
+        }
+    }
+}
+
+/// The decoded sides of an edit, classified.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TextChange {
+    /// The class.
+    pub class: TextClass,
+    /// The parent's side, normalized (see [`snippet`]).
+    pub removed: String,
+    /// The child's side, normalized.
+    pub inserted: String,
+}
+
+/// Reasoning markers of the chat templates that strip them from history.
+const REASONING_MARKERS: [&str; 4] = ["<think>", "</think>", "<|begin_of_thought|>", "<reasoning>"];
+
+fn without_whitespace(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn sorted_chars(text: &str) -> Vec<char> {
+    let mut chars: Vec<char> = without_whitespace(text).chars().collect();
+    chars.sort_unstable();
+    chars
+}
+
+fn jsonish(text: &str) -> bool {
+    text.contains(['{', '}', '"', ':', '[', ']'])
+}
+
+/// Classify an edit from its decoded sides and the decoded text just before it (the
+/// parent's side; JSON spacing shows only in context: `{"a":` then ` 1` against `1`).
+pub fn classify(removed: &str, inserted: &str, before: &str) -> TextClass {
+    let marked = |text: &str| REASONING_MARKERS.iter().any(|m| text.contains(m));
+    if removed == inserted {
+        return TextClass::Retokenized;
+    }
+    if marked(removed) && !marked(inserted) {
+        return TextClass::ReasoningRemoved;
+    }
+    let last_before = before.trim_end().chars().last();
+    let in_json = before.contains('"') && last_before.is_some_and(|c| ":,{[".contains(c));
+    if without_whitespace(removed) == without_whitespace(inserted) {
+        return if in_json || (jsonish(removed) && jsonish(inserted)) {
+            TextClass::JsonReserialized
+        } else {
+            TextClass::WhitespaceOnly
+        };
+    }
+    // The same characters in another order: keys re-ordered.
+    if jsonish(removed) && sorted_chars(removed) == sorted_chars(inserted) {
+        return TextClass::JsonReserialized;
+    }
+    TextClass::OtherText
+}
+
+/// Longest snippet kept of each side, in characters.
+pub const SNIPPET: usize = 48;
+
+/// A side of an edit as one short line: line breaks as `⏎`, tabs as `⇥`, a run of spaces as
+/// `·` each (so trimmed whitespace is visible), cut in the middle with `…` past [`SNIPPET`].
+pub fn snippet(text: &str) -> String {
+    let visible: Vec<char> = text
+        .chars()
+        .map(|c| match c {
+            '\n' => '⏎',
+            '\t' => '⇥',
+            ' ' => '·',
+            c if c.is_control() => '�',
+            c => c,
+        })
+        .collect();
+    if visible.len() <= SNIPPET {
+        return visible.into_iter().collect();
+    }
+    let half = SNIPPET / 2;
+    let head: String = visible[..half].iter().collect();
+    let tail: String = visible[visible.len() - (SNIPPET - half - 1)..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_re_rendered_history_gets_its_class() {
+        assert_eq!(classify("hello", "hello", "say "), TextClass::Retokenized);
+        assert_eq!(
+            classify("<think>\nplan\n</think>\n\n", "", "assistant\n"),
+            TextClass::ReasoningRemoved
+        );
+        assert_eq!(classify(" ", "", "{\"path\":"), TextClass::JsonReserialized);
+        assert_eq!(
+            classify("\"b\": 2, \"a\": 1", "\"a\": 1, \"b\": 2", "{"),
+            TextClass::JsonReserialized
+        );
+        assert_eq!(classify("  \n", "", "The answer is 42."), TextClass::WhitespaceOnly);
+        assert_eq!(classify("cat", "dog", "a "), TextClass::OtherText);
+    }
+
+    #[test]
+    fn snippets_show_whitespace_and_keep_both_ends() {
+        assert_eq!(snippet("a b\n\tc"), "a·b⏎⇥c");
+        let long = "x".repeat(30) + &"y".repeat(30);
+        let s = snippet(&long);
+        assert_eq!(s.chars().count(), SNIPPET);
+        assert!(s.starts_with("xxx") && s.ends_with("yyy") && s.contains('…'), "{s}");
+        assert_eq!(snippet("\u{1b}[2J"), "�[2J");
+    }
+}
