@@ -4,6 +4,7 @@
 mod common;
 
 mod architecture;
+mod causes;
 mod cli;
 mod commands;
 mod config;

@@ -69,27 +69,44 @@ struct Sides<'a> {
     parent_ends: bool,
 }
 
+/// How two sides agree again after an edit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Agreement {
+    /// They do not.
+    No,
+    /// Tokens agree ([`AGREE`] of them, or all the parent's sequence has left).
+    Tokens,
+    /// Only because the parent's sequence ended: what the child has from there is its own.
+    ParentEnded,
+}
+
 impl Sides<'_> {
-    /// Whether `child[i..]` and `parent[j..]` agree for [`AGREE`] tokens, or the parent's
-    /// sequence ends first (what follows it in the child is the child's own).
-    fn agree(&self, i: usize, j: usize) -> bool {
+    /// How `child[i..]` and `parent[j..]` agree.
+    fn agree(&self, i: usize, j: usize) -> Agreement {
         let (child, parent) = (self.child, self.parent);
         if j > parent.len() || i > child.len() {
-            return false;
+            return Agreement::No;
         }
         let parent_rest = &parent[j..];
         let child_rest = &child[i..];
         if parent_rest.len() < AGREE && !self.parent_ends {
-            return false;
+            return Agreement::No;
         }
         let n = AGREE.min(parent_rest.len());
-        child_rest.len() >= n && child_rest[..n] == parent_rest[..n]
+        if child_rest.len() < n || child_rest[..n] != parent_rest[..n] {
+            Agreement::No
+        } else if n == 0 {
+            Agreement::ParentEnded
+        } else {
+            Agreement::Tokens
+        }
     }
 }
 
 /// The edit that makes `child` (the child's prompt from the first difference on) agree again
 /// with `parent` (the parent's sequence from the same position): the smallest total of
-/// removed and inserted tokens, a one-sided edit before a replacement of the same total.
+/// removed and inserted tokens after which tokens agree, a one-sided edit before a
+/// replacement of the same total; failing that, the rest of the parent's sequence removed.
 /// `parent_ends`: `parent` runs to the end of the parent's sequence (not a window of it).
 pub fn edit_at(child: &[TokenValue], parent: &[TokenValue], parent_ends: bool) -> Edit {
     let sides = Sides {
@@ -97,53 +114,40 @@ pub fn edit_at(child: &[TokenValue], parent: &[TokenValue], parent_ends: bool) -
         parent,
         parent_ends,
     };
-    let agree = |i, j| sides.agree(i, j);
-    if agree(0, 0) {
-        return Edit {
-            removed: 0,
-            inserted: 0,
-            aligned: true,
-        };
+    let aligned = |removed, inserted| Edit {
+        removed,
+        inserted,
+        aligned: true,
+    };
+    if sides.agree(0, 0) != Agreement::No {
+        return aligned(0, 0);
     }
     let one_sided = LONGEST_ONE_SIDED.min(child.len().max(parent.len()));
-    let mut removal = None;
-    let mut insertion = None;
+    let mut parent_ended = None;
     for shift in 1..=one_sided {
-        if removal.is_none() && agree(0, shift) {
-            removal = Some(shift);
+        match sides.agree(0, shift) {
+            Agreement::Tokens => return aligned(shift, 0),
+            Agreement::ParentEnded => {
+                parent_ended.get_or_insert(shift);
+            }
+            Agreement::No => {}
         }
-        if insertion.is_none() && agree(shift, 0) {
-            insertion = Some(shift);
-        }
-        if removal.is_some() || insertion.is_some() {
-            break;
+        if sides.agree(shift, 0) == Agreement::Tokens {
+            return aligned(0, shift);
         }
         if shift >= LONGEST_REPLACEMENT {
             continue;
         }
         // Replacements with this total, fewer removed first.
         for removed in 1..shift {
-            if agree(shift - removed, removed) {
-                return Edit {
-                    removed,
-                    inserted: shift - removed,
-                    aligned: true,
-                };
+            if sides.agree(shift - removed, removed) == Agreement::Tokens {
+                return aligned(removed, shift - removed);
             }
         }
     }
-    match (removal, insertion) {
-        (Some(removed), _) => Edit {
-            removed,
-            inserted: 0,
-            aligned: true,
-        },
-        (None, Some(inserted)) => Edit {
-            removed: 0,
-            inserted,
-            aligned: true,
-        },
-        (None, None) => Edit {
+    match parent_ended {
+        Some(removed) => aligned(removed, 0),
+        None => Edit {
             removed: parent.len(),
             inserted: child.len(),
             aligned: false,
@@ -184,6 +188,10 @@ mod tests {
         // Nothing agrees again: the rest of the parent's sequence is what the child lacks.
         let e = edit_at(&v(&[1, 2, 3, 4, 5, 6, 7, 8]), &v(&[9; 8]), true);
         assert_eq!((e.removed, e.shape()), (8, EditShape::Removed), "{e:?}");
+        // A stop token that agrees again beats the parent simply ending: `.⏎ <eos>` became
+        // `. <eos>` (one replaced by one), not `.⏎ <eos>` removed.
+        let e = edit_at(&v(&[30, 2, 77, 78]), &v(&[31, 2]), true);
+        assert_eq!((e.removed, e.inserted), (1, 1), "{e:?}");
         // A window of a longer parent: its end is not the parent's end.
         let e = edit_at(&v(&[1; 3000]), &v(&[2; 3000]), false);
         assert_eq!(e.shape(), EditShape::Unaligned, "{e:?}");

@@ -20,7 +20,7 @@ mod edit;
 mod text;
 
 pub use edit::{Edit, EditShape, edit_at};
-pub use text::{SNIPPET, TextChange, TextClass, classify, snippet};
+pub use text::{Decoded, SNIPPET, TextChange, TextClass, classify, snippet};
 
 use std::sync::Arc;
 
@@ -33,8 +33,9 @@ use crate::rebuild::BuildOutput;
 use crate::rebuild::divergence::{Divergence, Reference, divergence};
 use crate::store::TokenRecord;
 
-/// Tokens decoded before a difference, for context (JSON spacing shows only there).
-const CONTEXT_BEFORE: usize = 16;
+/// Tokens decoded on each side of an edit, for context (JSON spacing shows only there, and
+/// a re-serialized object is parsed whole from it).
+const CONTEXT: usize = 256;
 
 /// Where the first difference falls in the provenance of the sequence the child's prompt was
 /// compared with (the claimed parent's prompt and generation, or the best candidate's).
@@ -137,8 +138,8 @@ pub struct LinkCause {
     pub edit: Option<Edit>,
     /// What it did to the text (with a tokenizer).
     pub text: Option<TextChange>,
-    /// What the row says the failing call is (the call after a compaction, a subagent's or a
-    /// verifier's call), when it says.
+    /// What the row says the failing call is (a compaction's, a subagent's or a verifier's
+    /// call), when it says.
     pub observed: Option<RootKind>,
 }
 
@@ -148,8 +149,8 @@ pub struct LinkCause {
 pub enum RootKind {
     /// A model call of a subagent's invocation.
     Subagent,
-    /// The first call after a context compaction.
-    AfterCompaction,
+    /// A context compaction's: the call that wrote the summary, or the first call after it.
+    Compaction,
     /// A verifier's (judge's) model call.
     Verifier,
     /// A call that claims a parent it could not be linked to.
@@ -163,7 +164,7 @@ impl RootKind {
     pub fn name(self) -> &'static str {
         match self {
             RootKind::Subagent => "subagent",
-            RootKind::AfterCompaction => "after_compaction",
+            RootKind::Compaction => "compaction",
             RootKind::Verifier => "verifier",
             RootKind::UnresolvedLink => "unresolved_link",
             RootKind::Unexplained => "unexplained",
@@ -174,7 +175,7 @@ impl RootKind {
     pub fn words(self) -> &'static str {
         match self {
             RootKind::Subagent => "a subagent's call",
-            RootKind::AfterCompaction => "the call after a compaction",
+            RootKind::Compaction => "a compaction (its summary call or the call after it)",
             RootKind::Verifier => "a verifier's call",
             RootKind::UnresolvedLink => "an unresolved link",
             RootKind::Unexplained => "a call the row does not explain",
@@ -260,8 +261,14 @@ impl Cause {
                 fields.push(("writer_reason", writer.to_owned()));
                 fields.push(("prefix", link.prefix.name().to_owned()));
                 fields.extend(link.place.map(|p| ("place", p.name().to_owned())));
-                fields.extend(link.edit.map(|e| ("edit", e.shape().name().to_owned())));
-                fields.extend(link.text.as_ref().map(|t| ("text", t.class.name().to_owned())));
+                // What the edit did to the text says more than its shape (a stripped block
+                // removes tokens, or replaces a few when a merge spans its end): with a
+                // tokenizer the text class refines the signature, without one the shape.
+                match (&link.text, link.edit) {
+                    (Some(text), _) => fields.push(("text", text.class.name().to_owned())),
+                    (None, Some(edit)) => fields.push(("edit", edit.shape().name().to_owned())),
+                    (None, None) => {}
+                }
                 fields.extend(link.observed.map(|o| ("observed", o.name().to_owned())));
             }
             Evidence::Roots { extra } => {
@@ -439,15 +446,15 @@ fn root_kind(
         .unwrap_or(RootKind::Unexplained)
 }
 
-/// What the row says `call` is: the call after a compaction, a verifier's or a subagent's.
+/// What the row says `call` is: a compaction's, a verifier's or a subagent's.
 fn observed_kind(obs: &Observations, call: &str) -> Option<RootKind> {
     let names = |r: &crate::observe::CallRef| obs.resolve(r).as_deref() == Some(call);
     if obs
         .compactions
         .iter()
-        .any(|c| c.after.as_ref().is_some_and(names))
+        .any(|c| c.after.as_ref().is_some_and(names) || c.model_calls.iter().any(names))
     {
-        return Some(RootKind::AfterCompaction);
+        return Some(RootKind::Compaction);
     }
     if obs.verifiers.iter().any(|v| v.model_calls.iter().any(names)) {
         return Some(RootKind::Verifier);
@@ -502,13 +509,19 @@ fn link_cause(
     let edit = edit_at(&child, &parent, parent_end == reference.len());
     cause.edit = Some(edit);
     if let (Some(detok), true) = (detokenizer, edit.aligned) {
-        let removed = detok.decode(&parent[..edit.removed.min(parent.len())]);
-        let inserted = detok.decode(&child[..edit.inserted.min(child.len())]);
-        let before = detok.decode(&reference.values_range(at.saturating_sub(CONTEXT_BEFORE), at));
+        let removed = edit.removed.min(parent.len());
+        let inserted = edit.inserted.min(child.len());
+        let decoded = Decoded {
+            before: detok.decode(&reference.values_range(at.saturating_sub(CONTEXT), at)),
+            removed: detok.decode(&parent[..removed]),
+            inserted: detok.decode(&child[..inserted]),
+            parent_after: detok.decode(&parent[..(removed + CONTEXT).min(parent.len())]),
+            child_after: detok.decode(&child[..(inserted + CONTEXT).min(child.len())]),
+        };
         cause.text = Some(TextChange {
-            class: classify(&removed, &inserted, &before),
-            removed: snippet(&removed),
-            inserted: snippet(&inserted),
+            class: classify(&decoded),
+            removed: snippet(&decoded.removed),
+            inserted: snippet(&decoded.inserted),
         });
     }
     cause

@@ -71,9 +71,51 @@ fn jsonish(text: &str) -> bool {
     text.contains(['{', '}', '"', ':', '[', ']'])
 }
 
-/// Classify an edit from its decoded sides and the decoded text just before it (the
-/// parent's side; JSON spacing shows only in context: `{"a":` then ` 1` against `1`).
-pub fn classify(removed: &str, inserted: &str, before: &str) -> TextClass {
+/// The decoded text around an edit.
+#[derive(Clone, Debug, Default)]
+pub struct Decoded {
+    /// Text before the first difference (the same on both sides).
+    pub before: String,
+    /// What the parent's side has in the edit.
+    pub removed: String,
+    /// What the child's side has in its place.
+    pub inserted: String,
+    /// The parent's side from the first difference on, longer than the edit (for JSON).
+    pub parent_after: String,
+    /// The child's side from the first difference on, longer than the edit.
+    pub child_after: String,
+}
+
+/// Braces before the difference tried as the start of a JSON value.
+const JSON_STARTS: usize = 8;
+
+/// Whether the JSON value that starts before the difference and spans it reads the same on
+/// both sides while its text differs (spacing, key order): tried from each of the nearest
+/// [`JSON_STARTS`] braces.
+fn same_json(text: &Decoded) -> bool {
+    let first_value = |text: &str| {
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<serde_json::Value>()
+            .next()
+            .and_then(Result::ok)
+    };
+    let starts = text.before.match_indices('{').map(|(at, _)| at);
+    let starts: Vec<usize> = starts.collect();
+    starts.iter().rev().take(JSON_STARTS).any(|&at| {
+        let head = &text.before[at..];
+        let parent = format!("{head}{}", text.parent_after);
+        let child = format!("{head}{}", text.child_after);
+        matches!(
+            (first_value(&parent), first_value(&child)),
+            (Some(a), Some(b)) if a == b && a.is_object()
+        )
+    })
+}
+
+/// Classify an edit from its decoded text (JSON spacing shows only in context: `{"a":` then
+/// ` 1` against `1`).
+pub fn classify(text: &Decoded) -> TextClass {
+    let (removed, inserted) = (text.removed.as_str(), text.inserted.as_str());
     let marked = |text: &str| REASONING_MARKERS.iter().any(|m| text.contains(m));
     if removed == inserted {
         return TextClass::Retokenized;
@@ -81,8 +123,11 @@ pub fn classify(removed: &str, inserted: &str, before: &str) -> TextClass {
     if marked(removed) && !marked(inserted) {
         return TextClass::ReasoningRemoved;
     }
-    let last_before = before.trim_end().chars().last();
-    let in_json = before.contains('"') && last_before.is_some_and(|c| ":,{[".contains(c));
+    if same_json(text) {
+        return TextClass::JsonReserialized;
+    }
+    let last_before = text.before.trim_end().chars().last();
+    let in_json = text.before.contains('"') && last_before.is_some_and(|c| ":,{[".contains(c));
     if without_whitespace(removed) == without_whitespace(inserted) {
         return if in_json || (jsonish(removed) && jsonish(inserted)) {
             TextClass::JsonReserialized
@@ -128,18 +173,33 @@ mod tests {
 
     #[test]
     fn each_kind_of_re_rendered_history_gets_its_class() {
-        assert_eq!(classify("hello", "hello", "say "), TextClass::Retokenized);
+        let edit = |before: &str, removed: &str, inserted: &str, after: &str| Decoded {
+            before: before.into(),
+            removed: removed.into(),
+            inserted: inserted.into(),
+            parent_after: format!("{removed}{after}"),
+            child_after: format!("{inserted}{after}"),
+        };
+        let class = |before, removed, inserted, after| classify(&edit(before, removed, inserted, after));
+        assert_eq!(class("say ", "hello", "hello", ""), TextClass::Retokenized);
         assert_eq!(
-            classify("<think>\nplan\n</think>\n\n", "", "assistant\n"),
+            class("assistant\n", "<think>\nplan\n</think>\n\n", "", "Done."),
             TextClass::ReasoningRemoved
         );
-        assert_eq!(classify(" ", "", "{\"path\":"), TextClass::JsonReserialized);
-        assert_eq!(
-            classify("\"b\": 2, \"a\": 1", "\"a\": 1, \"b\": 2", "{"),
-            TextClass::JsonReserialized
-        );
-        assert_eq!(classify("  \n", "", "The answer is 42."), TextClass::WhitespaceOnly);
-        assert_eq!(classify("cat", "dog", "a "), TextClass::OtherText);
+        assert_eq!(class("{\"path\":", " ", "", "\"a\"}"), TextClass::JsonReserialized);
+        // Keys re-ordered: the minimal edit is one key moved, the object reads the same.
+        let moved = Decoded {
+            before: "call {\"a\": 1, ".into(),
+            removed: "\"b\": 2, ".into(),
+            inserted: "".into(),
+            parent_after: "\"b\": 2, \"c\": 3}</tool>".into(),
+            child_after: "\"c\": 3, \"b\": 2}</tool>".into(),
+        };
+        assert_eq!(classify(&moved), TextClass::JsonReserialized);
+        assert_eq!(class("The answer is 42.", "  \n", "", "<eos>"), TextClass::WhitespaceOnly);
+        assert_eq!(class("a ", "cat", "dog", " sat"), TextClass::OtherText);
+        // Other JSON values: not the same object.
+        assert_eq!(class("{\"a\": ", "1", "2", "}"), TextClass::OtherText);
     }
 
     #[test]
