@@ -15,6 +15,8 @@ pub enum Action {
     Quit,
     /// Show or hide the key list.
     Help,
+    /// Show or hide the causes view (masked rollouts grouped by cause).
+    Causes,
     /// Focus the next pane.
     NextPane,
     /// Focus the previous pane.

@@ -17,6 +17,8 @@ pub enum Command {
     Chain(usize),
     /// Replay only: `:N`, `:+seconds`, `:CALL-ID` (or `:replay …`) — jump in time.
     Replay(JumpTarget),
+    /// `:causes` — open the causes view.
+    Causes,
     /// `:q` / `:quit` — leave, as `q` does.
     Quit,
 }
@@ -56,6 +58,7 @@ impl Command {
                     .ok_or_else(|| CommandError(format!(":{word} needs a call or +seconds")))?,
             ),
             "q" | "quit" | "q!" | "qa" => Command::Quit,
+            "causes" | "why" => Command::Causes,
             "" => return Err(CommandError("empty command".into())),
             _ if rest.is_empty() => Command::Replay(
                 JumpTarget::parse(word).ok_or_else(|| CommandError("empty command".into()))?,
@@ -92,6 +95,11 @@ impl App {
                 });
             }
             Command::Quit => self.quit = true,
+            Command::Causes => {
+                if self.causes.is_none() {
+                    self.toggle_causes();
+                }
+            }
             Command::Replay(target) => match (&target, &self.replay) {
                 (_, Some(_)) => self.jump(&target),
                 // Outside replay a bare word is a mistyped command, not a replay jump.
@@ -181,5 +189,6 @@ mod tests {
         assert!(Command::parse("frobnicate now").is_err());
         assert!(Command::parse("").is_err());
         assert_eq!(Command::parse("q"), Ok(Command::Quit));
+        assert_eq!(Command::parse("causes"), Ok(Command::Causes));
     }
 }

@@ -21,9 +21,13 @@ pub enum SortKey {
     Verdict,
     /// First mask reason.
     Reason,
+    /// The row's reward (rollouts without one last).
+    Reward,
+    /// The agent the row names.
+    Agent,
 }
 
-const SORT_KEYS: [SortKey; 7] = [
+const SORT_KEYS: [SortKey; 9] = [
     SortKey::Id,
     SortKey::State,
     SortKey::Calls,
@@ -31,7 +35,82 @@ const SORT_KEYS: [SortKey; 7] = [
     SortKey::Delivered,
     SortKey::Verdict,
     SortKey::Reason,
+    SortKey::Reward,
+    SortKey::Agent,
 ];
+
+/// One word of the list's filter: a field test, or text anywhere.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FilterTerm {
+    /// `reward>0.5`, `reward<=0`, `reward=1`: the row's reward compared (none: fails).
+    Reward(std::cmp::Ordering, bool, f64),
+    /// `agent:NAME`: the row's agent contains it.
+    Agent(String),
+    /// `task:ID`: the row's task is it.
+    Task(String),
+    /// `store:TEXT`: the store's path contains it.
+    Store(String),
+    /// `cause:KEY`: the cause signature's key starts with it.
+    Cause(String),
+    /// Anything else: the id, a mask reason, the agent or the cause's title contains it.
+    Text(String),
+}
+
+impl FilterTerm {
+    /// The terms of a filter line (lowercased), separated by whitespace.
+    pub fn parse(filter: &str) -> Vec<FilterTerm> {
+        filter
+            .split_whitespace()
+            .map(|word| {
+                let word = word.to_lowercase();
+                if let Some(rest) = word.strip_prefix("reward") {
+                    let (ordering, or_equal, number) = match rest.as_bytes() {
+                        [b'>', b'=', ..] => (std::cmp::Ordering::Greater, true, &rest[2..]),
+                        [b'<', b'=', ..] => (std::cmp::Ordering::Less, true, &rest[2..]),
+                        [b'>', ..] => (std::cmp::Ordering::Greater, false, &rest[1..]),
+                        [b'<', ..] => (std::cmp::Ordering::Less, false, &rest[1..]),
+                        [b'=', ..] => (std::cmp::Ordering::Equal, true, &rest[1..]),
+                        _ => return FilterTerm::Text(word.clone()),
+                    };
+                    if let Ok(value) = number.parse::<f64>() {
+                        return FilterTerm::Reward(ordering, or_equal, value);
+                    }
+                }
+                let field = |prefix: &str| word.strip_prefix(prefix).map(str::to_owned);
+                field("agent:")
+                    .map(FilterTerm::Agent)
+                    .or_else(|| field("task:").map(FilterTerm::Task))
+                    .or_else(|| field("store:").map(FilterTerm::Store))
+                    .or_else(|| field("cause:").map(FilterTerm::Cause))
+                    .unwrap_or(FilterTerm::Text(word.clone()))
+            })
+            .collect()
+    }
+
+    /// Whether rollout `a` passes.
+    fn passes(&self, a: &Summary) -> bool {
+        let lower = |text: &str| text.to_lowercase();
+        match self {
+            FilterTerm::Reward(ordering, or_equal, value) => a.reward().is_some_and(|r| {
+                let order = r.total_cmp(value);
+                order == *ordering || (*or_equal && order == std::cmp::Ordering::Equal)
+            }),
+            FilterTerm::Agent(name) => a.agent().is_some_and(|agent| lower(agent).contains(name)),
+            FilterTerm::Task(task) => a.task().is_some_and(|t| lower(t) == *task),
+            FilterTerm::Store(text) => lower(&a.location.dir.display().to_string()).contains(text),
+            FilterTerm::Cause(key) => a
+                .cause
+                .as_ref()
+                .is_some_and(|c| lower(&c.key()).starts_with(key.as_str())),
+            FilterTerm::Text(text) => {
+                lower(a.rollout_id()).contains(text)
+                    || a.reasons.iter().any(|r| lower(&r.to_string()).contains(text))
+                    || a.agent().is_some_and(|agent| lower(agent).contains(text))
+                    || a.cause.as_ref().is_some_and(|c| lower(&c.title()).contains(text))
+            }
+        }
+    }
+}
 
 /// The rollout list's state.
 #[derive(Clone, Debug)]
@@ -74,18 +153,14 @@ impl RolloutList {
         self.rows.get(self.scroll.selected()).copied()
     }
 
-    /// Whether rollout `a` passes the filters (`filter` already lowercased).
-    fn shows(&self, a: &Summary, filter: &str, hide_cleared: bool) -> bool {
+    /// Whether rollout `a` passes the filters (`filter`: the filter line's terms).
+    fn shows(&self, a: &Summary, filter: &[FilterTerm], hide_cleared: bool) -> bool {
         (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
             && (!self.masked_only || a.problem())
             && self
                 .reason
                 .is_none_or(|code| a.reasons.iter().any(|r| r.code() == code))
-            && (filter.is_empty()
-                || a.rollout_id().to_lowercase().contains(filter)
-                || a.reasons
-                    .iter()
-                    .any(|r| r.to_string().to_lowercase().contains(filter)))
+            && filter.iter().all(|term| term.passes(a))
     }
 
     /// Rollouts compared so far while ordering rows.
@@ -104,6 +179,12 @@ impl RolloutList {
             SortKey::Delivered => delivered(a).total_cmp(&delivered(b)),
             SortKey::Verdict => verdict_rank(a).cmp(&verdict_rank(b)),
             SortKey::Reason => first_code(a).cmp(first_code(b)),
+            // Without a reward: after every reward (before them, reversed).
+            SortKey::Reward => match (a.reward(), b.reward()) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                (x, y) => y.is_some().cmp(&x.is_some()).then(std::cmp::Ordering::Equal),
+            },
+            SortKey::Agent => a.agent().cmp(&b.agent()),
         }
         .then_with(|| natural_cmp(a.rollout_id(), b.rollout_id()))
         .then_with(|| a.location.dir.cmp(&b.location.dir));
@@ -114,7 +195,7 @@ impl RolloutList {
     /// selected. `hide_cleared` hides rollouts whose files are all gone (replay).
     pub fn refresh(&mut self, summaries: &[Summary], hide_cleared: bool) {
         let keep = self.selected_rollout();
-        let filter = self.filter.to_lowercase();
+        let filter = FilterTerm::parse(&self.filter);
         let mut rows: Vec<usize> = (0..summaries.len())
             .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))
             .collect();
@@ -132,7 +213,7 @@ impl RolloutList {
             self.rows.remove(at);
         }
         let summary = &summaries[index];
-        if self.shows(summary, &self.filter.to_lowercase(), hide_cleared) {
+        if self.shows(summary, &FilterTerm::parse(&self.filter), hide_cleared) {
             let at = self
                 .rows
                 .partition_point(|&r| self.order(&summaries[r], summary).is_lt());
@@ -156,7 +237,7 @@ impl RolloutList {
         let keep = self.selected_rollout();
         let changed: std::collections::HashSet<usize> = indices.iter().copied().collect();
         self.rows.retain(|r| !changed.contains(r));
-        let filter = self.filter.to_lowercase();
+        let filter = FilterTerm::parse(&self.filter);
         let mut new: Vec<usize> = changed
             .into_iter()
             .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))

@@ -7,6 +7,7 @@
 //! which the drawing side computes; what it tells the user is a typed [`Notice`].
 
 pub mod action;
+pub mod causes;
 pub mod command;
 pub mod details;
 pub mod export;
@@ -32,6 +33,7 @@ use std::time::Instant;
 use strum::IntoEnumIterator;
 
 pub use action::{Action, TextKey};
+pub use causes::{CauseRow, CausesView};
 pub use export::{ExportError, ExportKind};
 pub use list::{RolloutList, SortKey};
 pub(crate) use live::HIGHLIGHT;
@@ -246,6 +248,8 @@ pub struct App {
     pub show_help: bool,
     /// Where the help is scrolled to.
     pub help: scroll::Scroll,
+    /// The causes view, when open.
+    pub causes: Option<CausesView>,
     /// The focused pane has the whole screen.
     pub zoom: bool,
     /// The user's keys (from the configuration), before the built-in ones.
@@ -322,6 +326,7 @@ impl App {
             mode: Mode::Normal,
             show_help: false,
             help: scroll::Scroll::default(),
+            causes: None,
             zoom: false,
             search: None,
             keys: Vec::new(),
@@ -490,6 +495,9 @@ impl App {
         if self.show_help && self.scroll_help(action) {
             return;
         }
+        if self.causes.is_some() && self.causes_key(action) {
+            return;
+        }
         match action {
             Action::Dismiss => {
                 self.show_help = false;
@@ -502,6 +510,7 @@ impl App {
                 self.show_help = !self.show_help;
                 self.help.home();
             }
+            Action::Causes => self.toggle_causes(),
             Action::ShowTab(tab) => self.focus_pane(tab.pane()),
             Action::Zoom => self.zoom = !self.zoom,
             Action::NextPane | Action::PrevPane => {

@@ -1,6 +1,8 @@
 //! Moving around: focus, the moving keys in each pane, the mouse, the help's scroll, and
 //! going to a call (Enter, the divergence).
 
+use tokscope_core::verdict::cause::Evidence;
+
 use super::pane::{Enter, Items};
 use super::{Action, App, Notice, Pane, RolloutView, Tab, search};
 
@@ -138,7 +140,7 @@ impl App {
     pub(super) fn enter(&mut self) {
         let spec = self.focus.spec();
         match (spec.enter, spec.items) {
-            (Enter::Open, _) => self.focus = Pane::Tree,
+            (Enter::Open, _) => self.open_cause(),
             (Enter::Divergence, _) => self.show_divergence(),
             (Enter::GoToCall, Items::Rows(rows)) => (rows.enter)(self),
             (Enter::GoToCall | Enter::Nothing, _) => {}
@@ -204,13 +206,46 @@ impl App {
                 .view
                 .as_ref()
                 .and_then(|view| (rows.call)(view, (rows.list)(view).selected())),
-            Items::Rollouts | Items::Tree | Items::Text => None,
+            Items::Rollouts => return self.open_cause(),
+            Items::Tree | Items::Text => None,
         };
         if let Some(call) = call {
             self.select_call(&call);
         }
         self.notice_from_view(RolloutView::show_divergence);
         self.detail = Tab::Inspector;
+    }
+
+    /// Open the selected rollout in the tree at the call its cause concerns: a broken link's
+    /// divergence with the token cursor on the first differing position, else the call (an
+    /// extra root, the call never recorded, a retry); a rollout with nothing to explain opens
+    /// at its first row.
+    pub(super) fn open_cause(&mut self) {
+        self.focus = Pane::Tree;
+        let Some(cause) = self
+            .list
+            .selected_rollout()
+            .and_then(|index| self.rollouts[index].cause.as_ref())
+        else {
+            return;
+        };
+        let link = matches!(cause.evidence, Evidence::Link(_));
+        let in_tree = matches!(
+            cause.evidence,
+            Evidence::Link(_) | Evidence::Roots { .. } | Evidence::Retry { .. }
+        );
+        let Some(call) = cause.call.clone().filter(|_| in_tree) else {
+            return;
+        };
+        if self.view.is_none() {
+            // Not read yet (the watcher's answer is on its way): the tree opens as it comes.
+            return;
+        }
+        self.select_call(&call);
+        if link {
+            self.notice_from_view(RolloutView::show_divergence);
+            self.detail = Tab::Inspector;
+        }
     }
 
     /// The call whose tokens are under the token cursor (the chain's first call for the root

@@ -16,6 +16,8 @@ pub enum Notice {
     SelectACall,
     /// No divergence to show for the selected call.
     NoDivergence,
+    /// No masked or at-risk rollout to group by cause.
+    NoCauses,
     /// The what-if was dropped.
     WhatIfCleared,
     /// Decoded text needs a tokenizer.

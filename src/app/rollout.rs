@@ -410,6 +410,11 @@ impl RolloutView {
             return Some(Notice::SelectACall);
         };
         self.divergence = divergence(&analysis.capture.records, build, node);
+        // The token cursor goes to the first differing position: the call's prompt starts
+        // its chain's sequence, so the position is the same there.
+        if let Some(found) = &self.divergence {
+            self.tokens.set_cursor(found.position);
+        }
         self.divergence.is_none().then_some(Notice::NoDivergence)
     }
 

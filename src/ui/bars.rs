@@ -217,7 +217,7 @@ fn reasons_form(reasons: &[String], shown: usize, theme: Theme) -> Vec<Span<'sta
         if shown > 0 {
             text.push_str(", ");
         }
-        text.push_str(&format!("+{} more", reasons.len() - shown));
+        text.push_str(&format!("+{} more (C)", reasons.len() - shown));
     }
     vec![
         Span::styled("masked or at risk: ", theme.dim()),

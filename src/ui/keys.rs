@@ -29,6 +29,7 @@ const FIRST: &[Binding] = &[
     Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: KeyScope::Global, help: "quit" },
     Binding { keys: &["?"], action: Action::Help, scope: KeyScope::Global, help: "show / hide this help" },
     Binding { keys: &["Esc"], action: Action::Dismiss, scope: KeyScope::Global, help: "close help · clear the message and the divergence" },
+    Binding { keys: &["C"], action: Action::Causes, scope: KeyScope::Global, help: "causes: masked rollouts grouped by cause (Enter: filter the list)" },
     Binding { keys: &["Tab"], action: Action::NextPane, scope: KeyScope::Global, help: "next pane" },
     Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: KeyScope::Global, help: "previous pane" },
 ];
@@ -76,7 +77,7 @@ const AFTER_TABS: &[Binding] = &[
     Binding { keys: &["1"], action: Action::Speed1, scope: KeyScope::Live, help: "replay: play at 1×" },
     Binding { keys: &["2"], action: Action::Speed10, scope: KeyScope::Live, help: "replay: play at 10×" },
     Binding { keys: &["3"], action: Action::Speed100, scope: KeyScope::Live, help: "replay: play at 100×" },
-    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N (replay: :N :+s)" },
+    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes (replay: :N :+s)" },
 ];
 
 /// Every built-in binding, in the help's order: the first global keys, one for each tab

@@ -36,6 +36,8 @@ fn sort_name(key: SortKey) -> &'static str {
         SortKey::Delivered => "delivered",
         SortKey::Verdict => "verdict",
         SortKey::Reason => "reason",
+        SortKey::Reward => "reward",
+        SortKey::Agent => "agent",
     }
 }
 
@@ -62,9 +64,16 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let block = pane_block(title, app.focus == Pane::List, theme);
     let width = inner_width(area);
     let id_width = app.longest_id.clamp(7, 24);
+    let columns = Columns::of(app);
     let header = format!(
-        "{:<id_width$} {:<6} {:>5} {:>2} {:>4} {:<6} reason",
-        "rollout", "state", "calls", "ch", "del", "verdict"
+        "{:<id_width$} {:<6} {:>5} {:>2} {:>4} {:<6} {}reason",
+        "rollout",
+        "state",
+        "calls",
+        "ch",
+        "del",
+        "verdict",
+        columns.header(),
     );
     let mut lines = vec![Line::from(Span::styled(clip(&header, width), theme.dim()))];
     if list.rows.is_empty() {
@@ -102,13 +111,15 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             chains,
             delivered
         );
-        let used = lead.chars().count() + 7;
+        let cells = columns.cells(a);
+        let used = lead.chars().count() + 7 + cells.chars().count();
         let mut spans = vec![
             Span::raw(lead),
             Span::styled(
                 format!("{:<6} ", badge(a.live_status(), a.verdict)),
                 theme.verdict(a.live_status(), a.verdict),
             ),
+            Span::raw(cells),
             Span::styled(
                 clip(&sanitize(&reason), width.saturating_sub(used)),
                 theme.dim(),
@@ -125,6 +136,64 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         lines.push(Line::from(spans));
     }
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The columns shown only when they say something (after the verdict, so that a narrow list
+/// keeps the verdict): the reward and the agent when rows give them, the store when several
+/// are open.
+struct Columns {
+    reward: bool,
+    agent: bool,
+    store: bool,
+}
+
+/// Width of the agent column.
+const AGENT: usize = 12;
+/// Width of the store column.
+const STORE: usize = 10;
+
+impl Columns {
+    fn of(app: &App) -> Columns {
+        Columns {
+            reward: app.rollouts.iter().any(|s| s.reward().is_some()),
+            agent: app.rollouts.iter().any(|s| s.agent().is_some()),
+            store: app.stores.len() > 1,
+        }
+    }
+
+    fn header(&self) -> String {
+        let mut text = String::new();
+        if self.reward {
+            text.push_str(&format!("{:>6} ", "reward"));
+        }
+        if self.agent {
+            text.push_str(&format!("{:<AGENT$} ", "agent"));
+        }
+        if self.store {
+            text.push_str(&format!("{:<STORE$} ", "store"));
+        }
+        text
+    }
+
+    fn cells(&self, a: &Summary) -> String {
+        let mut text = String::new();
+        if self.reward {
+            let reward = a.reward().map_or("-".to_owned(), |r| format!("{r:.2}"));
+            text.push_str(&format!("{reward:>6} "));
+        }
+        if self.agent {
+            let agent = sanitize(a.agent().unwrap_or("-")).into_owned();
+            text.push_str(&format!("{:<AGENT$} ", clip(&agent, AGENT)));
+        }
+        if self.store {
+            let name = a.location.dir.file_name().map_or_else(
+                || a.location.dir.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            text.push_str(&format!("{:<STORE$} ", clip(&sanitize(&name), STORE)));
+        }
+        text
+    }
 }
 
 /// "waiting on c002 (3.1 s)": the calls a live rollout waits for, the oldest first seen.

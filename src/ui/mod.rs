@@ -1,6 +1,7 @@
 //! Drawing: a pure function of the application state. One module per pane.
 
 pub mod bars;
+mod causes;
 pub mod fit;
 pub mod gaps;
 pub mod graph;
@@ -84,6 +85,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
         draw_tab(frame, app, theme, areas.detail, &mut drawn);
     }
     bars::draw_status(frame, app, theme, areas.status);
+    if app.causes.is_some() {
+        causes::draw(frame, app, theme);
+    }
     if app.show_help {
         drawn.help = Some(help::draw(frame, app, theme));
     }

@@ -14,6 +14,10 @@ pub fn message_for(app: &App, mouse: MouseEvent) -> Option<Message> {
     let screen = Rect::new(0, 0, app.viewport.width, app.viewport.height);
     let areas = areas_for(screen, app.zoomed());
     let at = Position::new(mouse.column, mouse.row);
+    // The health strip's reasons open the causes view (its `+N more` among them).
+    if areas.health.contains(at) && mouse.kind == MouseEventKind::Down(MouseButton::Left) {
+        return Some(Message::Action(crate::app::Action::Causes));
+    }
     let (rect, pane) = [
         (areas.list, Pane::List),
         (areas.tree, Pane::Tree),

@@ -9,10 +9,11 @@ pub(crate) const TITLE_HELP: &str = "keys — any key closes";
 /// The help's title when it has more lines than rows.
 pub(crate) const TITLE_HELP_SCROLL: &str = "keys — j/k PgUp/PgDn g/G scroll · any other key closes";
 /// What the mouse does, for the help.
-pub(crate) const HELP_MOUSE: [(&str, &str); 3] = [
+pub(crate) const HELP_MOUSE: [(&str, &str); 4] = [
     ("click", "focus the pane, select the row (opens it)"),
     ("wheel", "scroll the pane under the pointer"),
     ("tab strip", "i / p / o show inspector, gaps, graph"),
+    ("health strip", "open the causes view"),
 ];
 
 /// Shown when a selected call is on no chain.
@@ -22,6 +23,17 @@ pub(crate) const NOT_ON_A_CHAIN: &str =
 pub(crate) const NO_LOW_PROB: &str = "no further generated token below the probability threshold";
 /// Shown when an action needs a call selected in the tree.
 pub(crate) const SELECT_A_CALL: &str = "select a call in the chain tree first";
+/// Shown when the causes view has nothing to filter to.
+pub(crate) const NO_CAUSES: &str = "no masked or at-risk rollout: no cause to filter to";
+/// Title of the causes view.
+pub(crate) const TITLE_CAUSES: &str = "causes";
+/// The causes view's keys.
+pub(crate) const CAUSES_KEYS: &str = "↑↓ select · Enter filter the list · Esc close";
+/// The causes view with no group.
+pub(crate) const CAUSES_NONE: &str = "no masked or at-risk rollout";
+/// Heading of the thinned tasks in the causes view.
+pub(crate) const CAUSES_THINNED: &str =
+    "tasks masking thins (fewer than 2 delivered, or delivered rewards all equal)";
 /// Shown when a divergence cannot be computed.
 pub(crate) const NO_DIVERGENCE: &str =
     "no divergence to show: this call's parent link holds, or it is a root by decision";
@@ -101,6 +113,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::NoLowProb => NO_LOW_PROB.into(),
         Notice::SelectACall => SELECT_A_CALL.into(),
         Notice::NoDivergence => NO_DIVERGENCE.into(),
+        Notice::NoCauses => NO_CAUSES.into(),
         Notice::WhatIfCleared => WHAT_IF_CLEARED.into(),
         Notice::NoTokenizer => NO_TOKENIZER.into(),
         Notice::ReplayOnly => REPLAY_ONLY.into(),

@@ -1,0 +1,174 @@
+//! The causes overlay: one row a cause group (count, share of the masked, reward lost,
+//! agents, title), then the tasks masking thins; below, the selected group whole: its title
+//! wrapped, its signature and an example.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use super::{Theme, clip, pane_block, strings};
+use crate::app::causes::list_rows;
+use crate::app::{App, CauseRow};
+use tokscope_core::causes::Group;
+use tokscope_core::causes::render::example_line;
+use tokscope_core::text::sanitize;
+
+/// Width of the agents column.
+const AGENTS: usize = 18;
+
+/// The agents of a group, the most frequent first: `swe_agent 3, math 1`.
+fn agents(group: &Group) -> String {
+    let mut agents: Vec<(&String, &usize)> = group.agents.iter().collect();
+    agents.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let text: Vec<String> = agents.iter().map(|(a, n)| format!("{a} {n}")).collect();
+    match text.is_empty() {
+        true => "-".into(),
+        false => sanitize(&text.join(", ")).into_owned(),
+    }
+}
+
+/// Draw the overlay centered on the screen.
+pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
+    let Some(view) = &app.causes else {
+        return;
+    };
+    let area = frame.area();
+    let width = area.width.min(160);
+    let height = area.height.min(list_rows(&app.viewport) as u16 + 10);
+    let popup = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    );
+    frame.render_widget(Clear, popup);
+    let causes = &app.health.causes;
+    let masked = app.health.tally.masked + app.health.tally.at_risk;
+    let title = format!(
+        "{} · {} group(s) · {} masked or at risk of {} · {}",
+        strings::TITLE_CAUSES,
+        causes.groups().len(),
+        masked,
+        app.health.rollouts(),
+        strings::CAUSES_KEYS
+    );
+    let block = pane_block(title, true, theme);
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    let inner_width = usize::from(inner.width);
+    let rows = app.cause_rows();
+    let mut lines = vec![Line::from(Span::styled(
+        clip(
+            &format!(
+                "{:>6} {:>6} {:>5} {:>5} {:<AGENTS$} cause",
+                "count", "share", "r>0", "mean", "agents"
+            ),
+            inner_width,
+        ),
+        theme.dim(),
+    ))];
+    if rows.is_empty() {
+        lines.push(Line::from(Span::styled(strings::CAUSES_NONE, theme.good())));
+    }
+    let thinned = causes.thinned();
+    let mut heading_shown = false;
+    for index in view.rows.visible() {
+        let selected = index == view.rows.selected();
+        let style = |style: ratatui::style::Style| {
+            if selected {
+                style.patch(theme.selected())
+            } else {
+                style
+            }
+        };
+        let text = match &rows[index] {
+            CauseRow::Group(key) => {
+                let Some(group) = causes.group(key) else {
+                    continue;
+                };
+                let reward = group.reward();
+                let share = if masked == 0 {
+                    0.0
+                } else {
+                    group.len() as f64 * 100.0 / masked as f64
+                };
+                format!(
+                    "{:>6} {:>5.1}% {:>5} {:>5} {:<AGENTS$} {}",
+                    group.len(),
+                    share,
+                    reward.masked_with_reward,
+                    reward.mean.map_or("-".into(), |m| format!("{m:.2}")),
+                    clip(&agents(group), AGENTS),
+                    sanitize(&group.title)
+                )
+            }
+            CauseRow::Thinned(task) => {
+                if !heading_shown {
+                    heading_shown = true;
+                    lines.push(Line::from(Span::styled(
+                        clip(strings::CAUSES_THINNED, inner_width),
+                        theme.heading(),
+                    )));
+                }
+                let Some(t) = thinned.iter().find(|t| &t.task == task) else {
+                    continue;
+                };
+                format!(
+                    "  task {}: {} delivered, {} masked ({})",
+                    sanitize(&t.task),
+                    t.delivered,
+                    t.masked,
+                    t.why.replace('_', " ")
+                )
+            }
+        };
+        lines.push(Line::from(Span::styled(
+            clip(&text, inner_width),
+            style(ratatui::style::Style::default()),
+        )));
+    }
+    let list_height = (list_rows(&app.viewport) + 2).min(usize::from(inner.height));
+    let list_area = Rect::new(inner.x, inner.y, inner.width, list_height as u16);
+    frame.render_widget(Paragraph::new(lines), list_area);
+    // The selected group whole: title, signature, example.
+    let detail_area = Rect::new(
+        inner.x,
+        inner.y + list_height as u16,
+        inner.width,
+        inner.height.saturating_sub(list_height as u16),
+    );
+    let mut detail = Vec::new();
+    if let Some(CauseRow::Group(key)) = rows.get(view.rows.selected())
+        && let Some(group) = causes.group(key)
+    {
+        detail.push(Line::from(Span::styled(
+            sanitize(&group.title).into_owned(),
+            theme.problem(),
+        )));
+        let signature: Vec<String> = group
+            .signature
+            .iter()
+            .map(|(k, v)| format!("{k}={}", sanitize(v)))
+            .collect();
+        detail.push(Line::from(Span::styled(signature.join(" "), theme.dim())));
+        if let Some(((id, _), cause)) = group.example() {
+            detail.push(Line::from(format!("e.g. {}", example_line(id, cause))));
+        }
+        if group.stores.len() > 1 {
+            let stores: Vec<String> = group
+                .stores
+                .iter()
+                .map(|(s, n)| format!("{} {n}", sanitize(&s.display().to_string())))
+                .collect();
+            detail.push(Line::from(Span::styled(
+                format!("stores: {}", stores.join(", ")),
+                theme.dim(),
+            )));
+        }
+    }
+    frame.render_widget(
+        Paragraph::new(detail).wrap(Wrap { trim: false }),
+        detail_area,
+    );
+}
