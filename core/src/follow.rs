@@ -65,9 +65,25 @@ pub struct Alarm {
     pub limit: f64,
     /// Masked and at-risk rollouts by mask reason code, the most frequent first.
     pub reasons: Vec<(&'static str, usize)>,
+    /// The largest cause groups (see [`crate::causes`]), the largest first.
+    pub causes: Vec<CauseCount>,
     /// Every count of the run.
     pub tally: Tally,
 }
+
+/// A cause group as the kill switch names it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CauseCount {
+    /// The group's title.
+    pub title: String,
+    /// Its signature's key.
+    pub key: String,
+    /// Masked and at-risk rollouts in it.
+    pub rollouts: usize,
+}
+
+/// Cause groups named in the alarm and the heartbeat (the largest first).
+const TOP_CAUSES: usize = 3;
 
 /// A summary of the run, so that a quiet log is not taken for a dead one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -84,6 +100,8 @@ pub struct Heartbeat {
     pub fraction: f64,
     /// Masked and at-risk rollouts by mask reason code, the most frequent first.
     pub reasons: Vec<(&'static str, usize)>,
+    /// The largest cause groups, the largest first.
+    pub causes: Vec<CauseCount>,
 }
 
 /// How the watch is judged.
@@ -184,6 +202,7 @@ impl Follower {
             fraction: tally.masked_fraction(self.rule.count_at_risk),
             limit,
             reasons: self.top_reasons(),
+            causes: self.top_causes(),
             tally,
         })
     }
@@ -202,7 +221,22 @@ impl Follower {
             tally: self.health.tally,
             fraction: self.health.tally.masked_fraction(self.rule.count_at_risk),
             reasons: self.top_reasons(),
+            causes: self.top_causes(),
         }
+    }
+
+    fn top_causes(&self) -> Vec<CauseCount> {
+        self.health
+            .causes
+            .groups()
+            .iter()
+            .take(TOP_CAUSES)
+            .map(|g| CauseCount {
+                title: sanitize(&g.title).into_owned(),
+                key: g.key.clone(),
+                rollouts: g.len(),
+            })
+            .collect()
     }
 
     fn top_reasons(&self) -> Vec<(&'static str, usize)> {
@@ -216,6 +250,18 @@ impl Follower {
         reasons.truncate(TOP_REASONS);
         reasons
     }
+}
+
+/// The cause groups as text: `title ×n; title ×n`.
+fn causes_text(causes: &[CauseCount]) -> String {
+    if causes.is_empty() {
+        return "none".to_owned();
+    }
+    causes
+        .iter()
+        .map(|c| format!("{} ×{}", c.title, c.rollouts))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The reasons as text: `code n, code n`.
@@ -253,14 +299,15 @@ impl Alarm {
     /// The text line.
     pub fn text(&self) -> String {
         format!(
-            "{}  {}  ALARM: {} of {} judged rollouts masked ({:.1}%), over the limit of {:.1}%; by reason: {}",
+            "{}  {}  ALARM: {} of {} judged rollouts masked ({:.1}%), over the limit of {:.1}%; by reason: {}; top causes: {}",
             self.ts,
             self.stores.join(", "),
             self.frozen_masked,
             self.frozen,
             self.fraction * 100.0,
             self.limit * 100.0,
-            reasons_text(&self.reasons)
+            reasons_text(&self.reasons),
+            causes_text(&self.causes)
         )
     }
 }
@@ -270,7 +317,7 @@ impl Heartbeat {
     pub fn text(&self) -> String {
         let t = &self.tally;
         format!(
-            "{}  {}  heartbeat: {} judged ({} ok, {} retired, {} masked, {:.1}%), {} live ({} waiting, {} at risk), {} cleared; top reasons: {}",
+            "{}  {}  heartbeat: {} judged ({} ok, {} retired, {} masked, {:.1}%), {} live ({} waiting, {} at risk), {} cleared; top reasons: {}; top causes: {}",
             self.ts,
             self.stores.join(", "),
             t.judged(),
@@ -282,7 +329,8 @@ impl Heartbeat {
             t.waiting,
             t.at_risk,
             t.cleared,
-            reasons_text(&self.reasons)
+            reasons_text(&self.reasons),
+            causes_text(&self.causes)
         )
     }
 }
@@ -323,6 +371,19 @@ mod tests {
         let alarm = tripping.alarm(now).expect("over the limit");
         assert_eq!(alarm.frozen_masked, masked);
         assert!(!alarm.reasons.is_empty(), "the alarm names its reasons");
+        assert!(
+            !alarm.causes.is_empty() && alarm.causes.len() <= TOP_CAUSES,
+            "and its largest cause groups"
+        );
+        let largest = alarm.causes[0].rollouts;
+        assert!(alarm.causes.iter().all(|c| c.rollouts <= largest));
+        assert!(
+            alarm
+                .text()
+                .contains(&format!("top causes: {} ×{largest}", alarm.causes[0].title)),
+            "{}",
+            alarm.text()
+        );
         assert!(
             alarm.text().starts_with("1970-01-01T00:00:00.000Z"),
             "{}",

@@ -29,8 +29,14 @@ impl App {
     /// The causes view's rows: every group, largest first, then the thinned tasks.
     pub fn cause_rows(&self) -> Vec<CauseRow> {
         let causes = &self.health.causes;
-        let groups = causes.groups().into_iter().map(|g| CauseRow::Group(g.key.clone()));
-        let tasks = causes.thinned().into_iter().map(|t| CauseRow::Thinned(t.task));
+        let groups = causes
+            .groups()
+            .into_iter()
+            .map(|g| CauseRow::Group(g.key.clone()));
+        let tasks = causes
+            .thinned()
+            .into_iter()
+            .map(|t| CauseRow::Thinned(t.task));
         groups.chain(tasks).collect()
     }
 

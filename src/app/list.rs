@@ -104,9 +104,13 @@ impl FilterTerm {
                 .is_some_and(|c| lower(&c.key()).starts_with(key.as_str())),
             FilterTerm::Text(text) => {
                 lower(a.rollout_id()).contains(text)
-                    || a.reasons.iter().any(|r| lower(&r.to_string()).contains(text))
+                    || a.reasons
+                        .iter()
+                        .any(|r| lower(&r.to_string()).contains(text))
                     || a.agent().is_some_and(|agent| lower(agent).contains(text))
-                    || a.cause.as_ref().is_some_and(|c| lower(&c.title()).contains(text))
+                    || a.cause
+                        .as_ref()
+                        .is_some_and(|c| lower(&c.title()).contains(text))
             }
         }
     }
@@ -149,7 +153,7 @@ impl RolloutList {
     }
 
     /// The selected rollout (index into the analyses).
-    pub(crate) fn selected_rollout(&self) -> Option<usize> {
+    pub fn selected_rollout(&self) -> Option<usize> {
         self.rows.get(self.scroll.selected()).copied()
     }
 
@@ -182,7 +186,10 @@ impl RolloutList {
             // Without a reward: after every reward (before them, reversed).
             SortKey::Reward => match (a.reward(), b.reward()) {
                 (Some(x), Some(y)) => x.total_cmp(&y),
-                (x, y) => y.is_some().cmp(&x.is_some()).then(std::cmp::Ordering::Equal),
+                (x, y) => y
+                    .is_some()
+                    .cmp(&x.is_some())
+                    .then(std::cmp::Ordering::Equal),
             },
             SortKey::Agent => a.agent().cmp(&b.agent()),
         }

@@ -193,7 +193,7 @@ pub struct AppOptions {
     /// Generated tokens with a probability below this are "low probability".
     pub low_probability: Option<f64>,
     /// Decodes token ids to text.
-    pub detok: Option<tokscope_core::detok::Detokenizer>,
+    pub detok: Option<std::sync::Arc<tokscope_core::detok::Detokenizer>>,
     /// A notice to show first (what reading the rows files found).
     pub notice: Option<Notice>,
 }
@@ -378,14 +378,22 @@ impl App {
         }
         self.message = notice;
         match detok {
-            Some(detok) => self.with_tokenizer(detok),
+            Some(detok) => self.with_shared_tokenizer(detok),
             None => self,
         }
     }
 
     /// Decode token ids with `detok` (and show text in the token cells).
-    pub fn with_tokenizer(mut self, detok: tokscope_core::detok::Detokenizer) -> App {
-        self.detok = Some(std::sync::Arc::new(detok));
+    pub fn with_tokenizer(self, detok: tokscope_core::detok::Detokenizer) -> App {
+        self.with_shared_tokenizer(std::sync::Arc::new(detok))
+    }
+
+    /// Decode token ids with `detok`, shared with the judging (the causes' text classes).
+    pub fn with_shared_tokenizer(
+        mut self,
+        detok: std::sync::Arc<tokscope_core::detok::Detokenizer>,
+    ) -> App {
+        self.detok = Some(detok);
         self.token_text = TokenText::Cells;
         self
     }

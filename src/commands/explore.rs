@@ -135,7 +135,17 @@ pub(super) fn open(
     }
     // Fail early, with one clear line, on a directory that cannot be listed.
     locate(&stores, &[])?;
-    let verdict = VerdictOptions::default();
+    // One tokenizer for the panes and for the causes (what a broken link did to the text).
+    let detok = args
+        .tokenizer
+        .as_deref()
+        .map(Detokenizer::load)
+        .transpose()?
+        .map(std::sync::Arc::new);
+    let verdict = VerdictOptions {
+        detokenizer: detok.clone(),
+        ..VerdictOptions::default()
+    };
     let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
     let size = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, width, height));
     // Replay watches the store too: its changes are held while replaying and shown when `R`
@@ -148,11 +158,7 @@ pub(super) fn open(
         min_frozen: args.min_frozen,
         keys: config.keys().unwrap_or_default(),
         low_probability: config.defaults.low_probability,
-        detok: args
-            .tokenizer
-            .as_deref()
-            .map(Detokenizer::load)
-            .transpose()?,
+        detok,
         notice,
     });
     if start == Start::Replay {

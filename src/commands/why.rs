@@ -44,13 +44,17 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         WhyFormat::Text => render::text(&health.causes, &health.tally),
         WhyFormat::Markdown => render::markdown(&health.causes, &health.tally),
         WhyFormat::Json => {
-            let mut json = serde_json::to_string_pretty(&render::json(&health.causes, &health.tally))?;
+            let mut json =
+                serde_json::to_string_pretty(&render::json(&health.causes, &health.tally))?;
             json.push('\n');
             json
         }
     };
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         // A reader that stopped reading (`| head`) has what it wanted.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,

@@ -8,7 +8,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::{Theme, clip, pane_block, strings};
-use crate::app::causes::list_rows;
 use crate::app::{App, CauseRow};
 use tokscope_core::causes::Group;
 use tokscope_core::causes::render::example_line;
@@ -35,33 +34,21 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     };
     let area = frame.area();
     let width = area.width.min(160);
-    let height = area.height.min(list_rows(&app.viewport) as u16 + 10);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
-    frame.render_widget(Clear, popup);
     let causes = &app.health.causes;
     let masked = app.health.tally.masked + app.health.tally.at_risk;
     let title = format!(
-        "{} · {} group(s) · {} masked or at risk of {} · {}",
+        "{} · {} group(s) · {} of {} masked or at risk",
         strings::TITLE_CAUSES,
         causes.groups().len(),
         masked,
         app.health.rollouts(),
-        strings::CAUSES_KEYS
     );
-    let block = pane_block(title, true, theme);
-    let inner = block.inner(popup);
-    frame.render_widget(block, popup);
-    let inner_width = usize::from(inner.width);
+    let inner_width = usize::from(width.saturating_sub(2));
     let rows = app.cause_rows();
     let mut lines = vec![Line::from(Span::styled(
         clip(
             &format!(
-                "{:>6} {:>6} {:>5} {:>5} {:<AGENTS$} cause",
+                " {:>6} {:>6} {:>5} {:>5} {:<AGENTS$} cause",
                 "count", "share", "r>0", "mean", "agents"
             ),
             inner_width,
@@ -123,22 +110,14 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                 )
             }
         };
+        let marker = if selected { "▸" } else { " " };
         lines.push(Line::from(Span::styled(
-            clip(&text, inner_width),
+            clip(&format!("{marker}{text}"), inner_width),
             style(ratatui::style::Style::default()),
         )));
     }
-    let list_height = (list_rows(&app.viewport) + 2).min(usize::from(inner.height));
-    let list_area = Rect::new(inner.x, inner.y, inner.width, list_height as u16);
-    frame.render_widget(Paragraph::new(lines), list_area);
-    // The selected group whole: title, signature, example.
-    let detail_area = Rect::new(
-        inner.x,
-        inner.y + list_height as u16,
-        inner.width,
-        inner.height.saturating_sub(list_height as u16),
-    );
-    let mut detail = Vec::new();
+    // The selected group whole: title, signature, example; then the keys.
+    let mut detail = vec![Line::from("")];
     if let Some(CauseRow::Group(key)) = rows.get(view.rows.selected())
         && let Some(group) = causes.group(key)
     {
@@ -167,8 +146,32 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
             )));
         }
     }
+    detail.push(Line::from(Span::styled(strings::CAUSES_KEYS, theme.dim())));
+    let wrapped = Paragraph::new(detail.clone()).wrap(Wrap { trim: false });
+    let detail_height = wrapped.line_count(width.saturating_sub(2)) as u16;
+    let height = (lines.len() as u16 + detail_height + 2).min(area.height);
+    let popup = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    );
+    frame.render_widget(Clear, popup);
+    let block = pane_block(title, true, theme);
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    let list_height = (lines.len() as u16).min(inner.height);
     frame.render_widget(
-        Paragraph::new(detail).wrap(Wrap { trim: false }),
-        detail_area,
+        Paragraph::new(lines),
+        Rect::new(inner.x, inner.y, inner.width, list_height),
+    );
+    frame.render_widget(
+        wrapped,
+        Rect::new(
+            inner.x,
+            inner.y + list_height,
+            inner.width,
+            inner.height.saturating_sub(list_height),
+        ),
     );
 }

@@ -10,7 +10,7 @@ use super::{Theme, clip, detail_block, short_call, strings};
 use crate::app::App;
 use tokscope_core::rebuild::divergence::{Divergence, Reference};
 use tokscope_core::text::sanitize;
-use tokscope_core::verdict::Analysis;
+use tokscope_core::verdict::{Analysis, Summary};
 
 /// Draw the inspector; returns its text's length in lines as wrapped (for scrolling) and,
 /// when a search targets it, the first wrapped line of every line holding the query.
@@ -105,6 +105,12 @@ pub(crate) fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
         out.push(Line::from(""));
     }
     verdict_lines(analysis, theme, &mut out);
+    // The rollout as listed (not a what-if): its row's context and its cause signature.
+    if view.what_if.is_none()
+        && let Some(summary) = app.rollouts.get(view.index)
+    {
+        sample_lines(summary, theme, &mut out);
+    }
     out.push(Line::from(""));
     if let Some(record) = app.selected_record() {
         record_lines(analysis, record, theme, &mut out);
@@ -391,6 +397,50 @@ fn verdict_lines(analysis: &Analysis, theme: Theme, out: &mut Vec<Line<'static>>
             format!("  ✗ {}", sanitize(&reason.to_string())),
             theme.problem(),
         )));
+    }
+}
+
+/// What the row says of the rollout as a sample, and its cause signature.
+fn sample_lines(summary: &Summary, theme: Theme, out: &mut Vec<Line<'static>>) {
+    if let Some(context) = &summary.context {
+        let mut facts = Vec::new();
+        if let Some(reward) = context.reward {
+            facts.push(format!("reward {reward}"));
+        }
+        if let Some(agent) = &context.agent {
+            facts.push(format!("agent {}", sanitize(agent)));
+        }
+        if let Some(task) = &context.task {
+            let sample = context
+                .sample
+                .as_deref()
+                .map_or(String::new(), |s| format!(" sample {}", sanitize(s)));
+            facts.push(format!("task {}{sample}", sanitize(task)));
+        }
+        if let Some(row) = context.mask_sample {
+            facts.push(format!("row's mask_sample {row}"));
+        }
+        out.push(field("row", facts.join(" · "), theme));
+        if summary.row_disagrees() {
+            out.push(Line::from(Span::styled(
+                format!("  ≠ {}", strings::ROW_DISAGREES),
+                theme.problem(),
+            )));
+        }
+    }
+    if let Some(cause) = &summary.cause {
+        out.push(field("cause", cause.title(), theme));
+        let signature: Vec<String> = cause
+            .signature()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        out.push(field("  signature", signature.join(" "), theme));
+        out.push(field(
+            "  where",
+            tokscope_core::causes::render::example_line(summary.rollout_id(), cause),
+            theme,
+        ));
     }
 }
 

@@ -23,6 +23,9 @@ pub(crate) const NOT_ON_A_CHAIN: &str =
 pub(crate) const NO_LOW_PROB: &str = "no further generated token below the probability threshold";
 /// Shown when an action needs a call selected in the tree.
 pub(crate) const SELECT_A_CALL: &str = "select a call in the chain tree first";
+/// Said of a rollout whose row's `mask_sample` is not tokscope's verdict.
+pub(crate) const ROW_DISAGREES: &str =
+    "the row's mask_sample disagrees with tokscope's verdict (the producer judged otherwise)";
 /// Shown when the causes view has nothing to filter to.
 pub(crate) const NO_CAUSES: &str = "no masked or at-risk rollout: no cause to filter to";
 /// Title of the causes view.

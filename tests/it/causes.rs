@@ -57,7 +57,13 @@ fn summaries() -> Vec<Summary> {
             .into_iter()
             .filter(|l| expected[&l.id]["tokenizer"] == name)
             .collect();
-        analyze_in_order(&locations, &options, &rows, |a| Summary::of(&a), |s| out.push(s));
+        analyze_in_order(
+            &locations,
+            &options,
+            &rows,
+            |a| Summary::of(&a),
+            |s| out.push(s),
+        );
     }
     out
 }
@@ -127,7 +133,12 @@ fn each_scenario_gets_its_cause_with_the_first_differing_position() {
             assert!(link.edit.is_some_and(|e| e.aligned), "{link:?}");
         }
         // The row's context reaches the summary.
-        assert_eq!(summary.reward(), want["reward"].as_f64(), "{}", summary.rollout_id());
+        assert_eq!(
+            summary.reward(),
+            want["reward"].as_f64(),
+            "{}",
+            summary.rollout_id()
+        );
         assert_eq!(summary.agent(), want["agent"].as_str());
     }
 }
@@ -171,7 +182,10 @@ fn each_scenario_is_one_group_and_no_two_scenarios_share_one() {
     assert_eq!(categories.len(), 8, "{categories:?}");
     // Task 7: one delivered rollout left of four.
     let thinned = causes.thinned();
-    let seven = thinned.iter().find(|t| t.task == "7").expect("task 7 is thinned");
+    let seven = thinned
+        .iter()
+        .find(|t| t.task == "7")
+        .expect("task 7 is thinned");
     assert_eq!((seven.delivered, seven.masked), (1, 3));
     assert_eq!(seven.why, "fewer_than_2_delivered");
     for t in &thinned {
@@ -204,7 +218,9 @@ fn without_a_tokenizer_the_edit_shape_still_groups_what_broke_alike() {
         .collect();
     assert_eq!(
         think,
-        ["unresolved_parent_calls/parent_digest_mismatch/none/prefix_not_requested/parent_generation/removed"]
+        [
+            "unresolved_parent_calls/parent_digest_mismatch/none/prefix_not_requested/parent_generation/removed"
+        ]
     );
     for group in causes.groups() {
         assert!(

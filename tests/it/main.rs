@@ -5,6 +5,7 @@ mod common;
 
 mod architecture;
 mod causes;
+mod causes_view;
 mod cli;
 mod commands;
 mod config;

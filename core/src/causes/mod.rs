@@ -213,7 +213,10 @@ impl Causes {
             group.agents.retain(|_, n| *n > 0);
         }
         step(
-            group.stores.entry(summary.location.dir.clone()).or_default(),
+            group
+                .stores
+                .entry(summary.location.dir.clone())
+                .or_default(),
             sign,
         );
         group.stores.retain(|_, n| *n > 0);

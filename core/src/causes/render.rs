@@ -134,7 +134,9 @@ pub fn markdown(causes: &Causes, tally: &Tally) -> String {
         "**{rollouts} rollouts, {masked} masked or at risk ({:.1}%)**\n\n",
         share(masked, rollouts) * 100.0
     );
-    out.push_str("| rollouts | share | cause | agents | mean reward | masked with reward > 0 | example |\n");
+    out.push_str(
+        "| rollouts | share | cause | agents | mean reward | masked with reward > 0 | example |\n",
+    );
     out.push_str("|---:|---:|---|---|---:|---:|---|\n");
     for group in causes.groups() {
         let reward = group.reward();

@@ -169,14 +169,20 @@ mod tests {
         let parent = v(&[7, 8, 9, 1, 2, 3, 4, 5]);
         let child = v(&[1, 2, 3, 4, 5, 60, 61]);
         let e = edit_at(&child, &parent, true);
-        assert_eq!((e.removed, e.inserted, e.shape()), (3, 0, EditShape::Removed));
+        assert_eq!(
+            (e.removed, e.inserted, e.shape()),
+            (3, 0, EditShape::Removed)
+        );
         let e = edit_at(&parent, &child[..5], true);
         assert_eq!((e.removed, e.inserted), (0, 3));
         // One token re-split into two: replaced 1 by 2.
         let parent = v(&[40, 1, 2, 3, 4, 5]);
         let child = v(&[41, 42, 1, 2, 3, 4, 5, 9]);
         let e = edit_at(&child, &parent, true);
-        assert_eq!((e.removed, e.inserted, e.shape()), (1, 2, EditShape::Replaced));
+        assert_eq!(
+            (e.removed, e.inserted, e.shape()),
+            (1, 2, EditShape::Replaced)
+        );
     }
 
     #[test]
@@ -197,6 +203,9 @@ mod tests {
         assert_eq!(e.shape(), EditShape::Unaligned, "{e:?}");
         // One token replaced by one.
         let e = edit_at(&v(&[5, 1, 2, 3, 4]), &v(&[6, 1, 2, 3, 4, 0]), true);
-        assert_eq!((e.removed, e.inserted, e.shape()), (1, 1, EditShape::Replaced));
+        assert_eq!(
+            (e.removed, e.inserted, e.shape()),
+            (1, 1, EditShape::Replaced)
+        );
     }
 }

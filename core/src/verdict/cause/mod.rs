@@ -304,7 +304,9 @@ impl Cause {
                     (None, Some(edit)) => format!(" tokens {}", edit.shape().name()),
                     (None, None) => String::new(),
                 };
-                let place = link.place.map_or(String::new(), |p| format!(" {}", p.words()));
+                let place = link
+                    .place
+                    .map_or(String::new(), |p| format!(" {}", p.words()));
                 let observed = link
                     .observed
                     .map_or(String::new(), |o| format!(" at {}", o.words()));
@@ -456,7 +458,11 @@ fn observed_kind(obs: &Observations, call: &str) -> Option<RootKind> {
     {
         return Some(RootKind::Compaction);
     }
-    if obs.verifiers.iter().any(|v| v.model_calls.iter().any(names)) {
+    if obs
+        .verifiers
+        .iter()
+        .any(|v| v.model_calls.iter().any(names))
+    {
         return Some(RootKind::Verifier);
     }
     let subagent = obs.invocations.iter().any(|i| {

@@ -163,7 +163,9 @@ pub fn snippet(text: &str) -> String {
     }
     let half = SNIPPET / 2;
     let head: String = visible[..half].iter().collect();
-    let tail: String = visible[visible.len() - (SNIPPET - half - 1)..].iter().collect();
+    let tail: String = visible[visible.len() - (SNIPPET - half - 1)..]
+        .iter()
+        .collect();
     format!("{head}…{tail}")
 }
 
@@ -180,13 +182,17 @@ mod tests {
             parent_after: format!("{removed}{after}"),
             child_after: format!("{inserted}{after}"),
         };
-        let class = |before, removed, inserted, after| classify(&edit(before, removed, inserted, after));
+        let class =
+            |before, removed, inserted, after| classify(&edit(before, removed, inserted, after));
         assert_eq!(class("say ", "hello", "hello", ""), TextClass::Retokenized);
         assert_eq!(
             class("assistant\n", "<think>\nplan\n</think>\n\n", "", "Done."),
             TextClass::ReasoningRemoved
         );
-        assert_eq!(class("{\"path\":", " ", "", "\"a\"}"), TextClass::JsonReserialized);
+        assert_eq!(
+            class("{\"path\":", " ", "", "\"a\"}"),
+            TextClass::JsonReserialized
+        );
         // Keys re-ordered: the minimal edit is one key moved, the object reads the same.
         let moved = Decoded {
             before: "call {\"a\": 1, ".into(),
@@ -196,7 +202,10 @@ mod tests {
             child_after: "\"c\": 3, \"b\": 2}</tool>".into(),
         };
         assert_eq!(classify(&moved), TextClass::JsonReserialized);
-        assert_eq!(class("The answer is 42.", "  \n", "", "<eos>"), TextClass::WhitespaceOnly);
+        assert_eq!(
+            class("The answer is 42.", "  \n", "", "<eos>"),
+            TextClass::WhitespaceOnly
+        );
         assert_eq!(class("a ", "cat", "dog", " sat"), TextClass::OtherText);
         // Other JSON values: not the same object.
         assert_eq!(class("{\"a\": ", "1", "2", "}"), TextClass::OtherText);
@@ -208,7 +217,10 @@ mod tests {
         let long = "x".repeat(30) + &"y".repeat(30);
         let s = snippet(&long);
         assert_eq!(s.chars().count(), SNIPPET);
-        assert!(s.starts_with("xxx") && s.ends_with("yyy") && s.contains('…'), "{s}");
+        assert!(
+            s.starts_with("xxx") && s.ends_with("yyy") && s.contains('…'),
+            "{s}"
+        );
         assert_eq!(snippet("\u{1b}[2J"), "�[2J");
     }
 }
