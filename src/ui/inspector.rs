@@ -436,11 +436,13 @@ fn sample_lines(summary: &Summary, theme: Theme, out: &mut Vec<Line<'static>>) {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         out.push(field("  signature", signature.join(" "), theme));
-        out.push(field(
-            "  where",
-            tokscope_core::causes::render::example_line(summary.rollout_id(), cause),
-            theme,
-        ));
+        if cause.call.is_some() {
+            out.push(field(
+                "  where",
+                tokscope_core::causes::render::example_line(summary.rollout_id(), cause),
+                theme,
+            ));
+        }
     }
 }
 

@@ -191,7 +191,10 @@ fn each_scenario_is_one_group_and_no_two_scenarios_share_one() {
     for t in &thinned {
         let delivered = expected
             .values()
-            .filter(|e| e["task_index"].to_string() == t.task && e["category"] == "ok")
+            .filter(|e| {
+                e["task_index"].as_u64().map(|n| n.to_string()).as_deref() == Some(t.task.as_str())
+                    && e["category"] == "ok"
+            })
             .count();
         assert_eq!(delivered, t.delivered, "task {}", t.task);
     }
