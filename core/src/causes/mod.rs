@@ -292,3 +292,88 @@ impl Causes {
         parts.join("; ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conformance() -> Vec<Summary> {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/conformance/store-1-1");
+        let locations = crate::load::locate(&[dir], &[]).unwrap();
+        crate::load::analyze_all(&locations, &Default::default())
+            .iter()
+            .map(Summary::of)
+            .collect()
+    }
+
+    #[test]
+    fn a_change_counted_by_difference_equals_counting_everything_again() {
+        let mut summaries = conformance();
+        let mut causes = Causes::of(&summaries);
+        assert!(causes.grouped() > 0, "the store has masked rollouts");
+        let total: usize = causes.groups().iter().map(|g| g.len()).sum();
+        assert_eq!(total, causes.grouped());
+        // One rollout changes (here: its cause goes; a fix landed), one appears twice over.
+        let changed = summaries.iter().position(|s| s.cause.is_some()).unwrap();
+        let before = summaries[changed].clone();
+        summaries[changed].cause = None;
+        causes.remove(&before);
+        causes.add(&summaries[changed]);
+        assert_eq!(causes, Causes::of(&summaries));
+        // Taking every rollout out leaves nothing behind.
+        for s in &summaries {
+            causes.remove(s);
+        }
+        assert_eq!(causes, Causes::default());
+    }
+
+    #[test]
+    fn tasks_are_thinned_by_masking_alone() {
+        let base: Vec<Summary> = crate::load::demo_store_analyses()
+            .iter()
+            .map(Summary::of)
+            .collect();
+        let ok = base
+            .iter()
+            .find(|s| s.standing() == Standing::Ok)
+            .cloned()
+            .expect("a frozen ok rollout");
+        let masked = base.iter().find(|s| s.cause.is_some()).unwrap().clone();
+        let with = |mut s: Summary, id: &str, task: &str, reward: f64| {
+            s.location.id = id.into();
+            s.context = Some(crate::observe::RowContext {
+                reward: Some(reward),
+                task: Some(task.into()),
+                agent: Some("a".into()),
+                ..Default::default()
+            });
+            s
+        };
+        let causes = Causes::of(&[
+            // Task 1: two delivered with different rewards, one masked: still a signal.
+            with(ok.clone(), "a", "1", 1.0),
+            with(ok.clone(), "b", "1", 0.0),
+            with(masked.clone(), "c", "1", 1.0),
+            // Task 2: equal rewards left.
+            with(ok.clone(), "d", "2", 1.0),
+            with(ok.clone(), "e", "2", 1.0),
+            with(masked.clone(), "f", "2", 0.0),
+            // Task 3: one delivered left.
+            with(ok.clone(), "g", "3", 1.0),
+            with(masked.clone(), "h", "3", 1.0),
+            // Task 4: nothing masked, nothing thinned.
+            with(ok, "i", "4", 1.0),
+        ]);
+        let thinned = causes.thinned();
+        let thinned: Vec<(&str, &str)> = thinned.iter().map(|t| (t.task.as_str(), t.why)).collect();
+        assert_eq!(
+            thinned,
+            [("2", "equal_rewards"), ("3", "fewer_than_2_delivered")]
+        );
+        let group = causes.groups()[0];
+        assert_eq!(group.len(), 3);
+        assert_eq!(group.reward().masked_with_reward, 2);
+        assert_eq!(group.agents.get("a"), Some(&3));
+    }
+}
