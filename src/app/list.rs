@@ -39,6 +39,39 @@ const SORT_KEYS: [SortKey; 9] = [
     SortKey::Agent,
 ];
 
+/// The fields a filter term may name.
+const FILTER_FIELDS: [&str; 4] = ["agent", "task", "store", "cause"];
+
+/// What is wrong with a filter line, if a word looks like a field test and is not one.
+pub fn filter_problem(filter: &str) -> Option<String> {
+    filter.split_whitespace().find_map(|word| {
+        let lower = word.to_lowercase();
+        let compares = lower.contains(['<', '>', '=']);
+        if compares {
+            return match FilterTerm::parse(&lower).first() {
+                Some(FilterTerm::Reward(..)) => None,
+                _ if lower.starts_with("reward") => Some(format!(
+                    "{word}: reward compares with a number (reward>0, reward<=0.5)"
+                )),
+                _ => Some(format!(
+                    "{word}: only reward compares (reward>0); the others are field:value ({})",
+                    FILTER_FIELDS.join(", ")
+                )),
+            };
+        }
+        let (field, _) = lower.split_once(':')?;
+        (!field.is_empty()
+            && field.chars().all(|c| c.is_ascii_alphabetic())
+            && !FILTER_FIELDS.contains(&field))
+        .then(|| {
+            format!(
+                "{word}: no field {field} (fields: {})",
+                FILTER_FIELDS.join(", ")
+            )
+        })
+    })
+}
+
 /// One word of the list's filter: a field test, or text anywhere.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FilterTerm {
@@ -96,7 +129,11 @@ impl FilterTerm {
                 order == *ordering || (*or_equal && order == std::cmp::Ordering::Equal)
             }),
             FilterTerm::Agent(name) => a.agent().is_some_and(|agent| lower(agent).contains(name)),
-            FilterTerm::Task(task) => a.task().is_some_and(|t| lower(t) == *task),
+            // `task:07` is task 7: numbers compare as numbers.
+            FilterTerm::Task(task) => a.task().is_some_and(|t| {
+                lower(t) == *task
+                    || matches!((t.parse::<u64>(), task.parse::<u64>()), (Ok(x), Ok(y)) if x == y)
+            }),
             FilterTerm::Store(text) => lower(&a.location.dir.display().to_string()).contains(text),
             FilterTerm::Cause(key) => a
                 .cause
@@ -430,6 +467,37 @@ mod tests {
             list.cycle_reason(&codes);
         }
         assert_eq!(list.reason, None);
+    }
+
+    #[test]
+    fn filter_terms_read_fields_and_say_what_is_wrong() {
+        use std::cmp::Ordering;
+        assert_eq!(
+            FilterTerm::parse("reward>=0.5 Agent:SWE task:07 masked"),
+            [
+                FilterTerm::Reward(Ordering::Greater, true, 0.5),
+                FilterTerm::Agent("swe".into()),
+                FilterTerm::Task("07".into()),
+                FilterTerm::Text("masked".into()),
+            ]
+        );
+        assert_eq!(filter_problem("reward>0 agent:a task:3 0-5"), None);
+        for bad in ["reward>abc", "rewrd>0", "tsk:3", "calls>3"] {
+            assert!(
+                filter_problem(bad).is_some_and(|p| p.starts_with(bad)),
+                "{bad}"
+            );
+        }
+        let mut summary = demo()[0].clone();
+        summary.context = Some(tokscope_core::observe::RowContext {
+            task: Some("7".into()),
+            reward: Some(0.0),
+            ..Default::default()
+        });
+        let passes = |filter: &str| FilterTerm::parse(filter).iter().all(|t| t.passes(&summary));
+        assert!(passes("task:07") && passes("task:7") && !passes("task:8"));
+        assert!(passes("reward<=0") && passes("reward=0") && !passes("reward>0"));
+        assert!(!passes("agent:x"), "no agent: the term fails");
     }
 
     #[test]

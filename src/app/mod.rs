@@ -250,6 +250,8 @@ pub struct App {
     pub help: scroll::Scroll,
     /// The causes view, when open.
     pub causes: Option<CausesView>,
+    /// Enter or `d` asked for this rollout's failing call before its analysis came.
+    dive_pending: Option<usize>,
     /// The focused pane has the whole screen.
     pub zoom: bool,
     /// The user's keys (from the configuration), before the built-in ones.
@@ -327,6 +329,7 @@ impl App {
             show_help: false,
             help: scroll::Scroll::default(),
             causes: None,
+            dive_pending: None,
             zoom: false,
             search: None,
             keys: Vec::new(),
@@ -725,6 +728,9 @@ impl App {
             .details
             .get(index)
             .map(|analysis| RolloutView::open(index, analysis, &self.viewport));
+        if self.view.is_some() && self.dive_pending.take() == Some(index) {
+            self.open_cause();
+        }
     }
 
     /// After rollouts changed: health, list, and the open view (kept where it was).

@@ -222,11 +222,10 @@ impl App {
     /// at its first row.
     pub(super) fn open_cause(&mut self) {
         self.focus = Pane::Tree;
-        let Some(cause) = self
-            .list
-            .selected_rollout()
-            .and_then(|index| self.rollouts[index].cause.as_ref())
-        else {
+        let Some(index) = self.list.selected_rollout() else {
+            return;
+        };
+        let Some(cause) = self.rollouts[index].cause.as_ref() else {
             return;
         };
         let link = matches!(cause.evidence, Evidence::Link(_));
@@ -237,8 +236,9 @@ impl App {
         let Some(call) = cause.call.clone().filter(|_| in_tree) else {
             return;
         };
-        if self.view.is_none() {
-            // Not read yet (the watcher's answer is on its way): the tree opens as it comes.
+        if self.view.as_ref().is_none_or(|view| view.index != index) {
+            // Not read yet (the watcher's answer is on its way): done when it comes.
+            self.dive_pending = Some(index);
             return;
         }
         self.select_call(&call);

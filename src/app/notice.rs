@@ -18,6 +18,8 @@ pub enum Notice {
     NoDivergence,
     /// No masked or at-risk rollout to group by cause.
     NoCauses,
+    /// A filter word that looks like a field test and is not one, and why.
+    BadFilter(String),
     /// The what-if was dropped.
     WhatIfCleared,
     /// Decoded text needs a tokenizer.

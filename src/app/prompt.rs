@@ -19,6 +19,9 @@ impl App {
                 if submit || cancel {
                     self.mode = Mode::Normal;
                 }
+                if submit && let Some(problem) = super::list::filter_problem(&self.list.filter) {
+                    self.message = Some(Notice::BadFilter(problem));
+                }
                 self.refresh_list();
             }
             Mode::Command(text) => {

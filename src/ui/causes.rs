@@ -13,8 +13,10 @@ use tokscope_core::causes::Group;
 use tokscope_core::causes::render::example_line;
 use tokscope_core::text::sanitize;
 
-/// Width of the agents column.
-const AGENTS: usize = 18;
+/// Width of the agents column (narrower below 120 columns, where the title needs it).
+fn agents_width(width: usize) -> usize {
+    if width >= 120 { 18 } else { 12 }
+}
 
 /// The agents of a group, the most frequent first: `swe_agent 3, math 1`.
 fn agents(group: &Group) -> String {
@@ -45,14 +47,19 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     );
     let inner_width = usize::from(width.saturating_sub(2));
     let rows = app.cause_rows();
+    // Reward and agent columns only when rows said them: otherwise the title has the room.
+    let rows_given = causes.context_seen > 0;
+    let agents_w = agents_width(inner_width);
+    let header = if rows_given {
+        format!(
+            " {:>6} {:>6} {:>5} {:>5} {:<agents_w$} cause",
+            "count", "share", "r>0", "mean", "agents"
+        )
+    } else {
+        format!(" {:>6} {:>6} cause", "count", "share")
+    };
     let mut lines = vec![Line::from(Span::styled(
-        clip(
-            &format!(
-                " {:>6} {:>6} {:>5} {:>5} {:<AGENTS$} cause",
-                "count", "share", "r>0", "mean", "agents"
-            ),
-            inner_width,
-        ),
+        clip(&header, inner_width),
         theme.dim(),
     ))];
     if rows.is_empty() {
@@ -80,15 +87,24 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                 } else {
                     group.len() as f64 * 100.0 / masked as f64
                 };
-                format!(
-                    "{:>6} {:>5.1}% {:>5} {:>5} {:<AGENTS$} {}",
-                    group.len(),
-                    share,
-                    reward.masked_with_reward,
-                    reward.mean.map_or("-".into(), |m| format!("{m:.2}")),
-                    clip(&agents(group), AGENTS),
-                    sanitize(&group.title)
-                )
+                if rows_given {
+                    format!(
+                        "{:>6} {:>5.1}% {:>5} {:>5} {:<agents_w$} {}",
+                        group.len(),
+                        share,
+                        reward.masked_with_reward,
+                        reward.mean.map_or("-".into(), |m| format!("{m:.2}")),
+                        clip(&agents(group), agents_w),
+                        sanitize(&group.title)
+                    )
+                } else {
+                    format!(
+                        "{:>6} {:>5.1}% {}",
+                        group.len(),
+                        share,
+                        sanitize(&group.title)
+                    )
+                }
             }
             CauseRow::Thinned(task) => {
                 if !heading_shown {
@@ -118,6 +134,26 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     }
     // The selected group whole: title, signature, example; then the keys.
     let mut detail = vec![Line::from("")];
+    if !rows_given {
+        detail.push(Line::from(Span::styled(
+            tokscope_core::causes::render::NO_ROWS,
+            theme.dim(),
+        )));
+    }
+    if let Some(CauseRow::Thinned(task)) = rows.get(view.rows.selected())
+        && let Some(t) = thinned.iter().find(|t| &t.task == task)
+    {
+        detail.push(Line::from(Span::styled(
+            format!(
+                "task {}: {} delivered, {} masked or at risk — {}",
+                sanitize(&t.task),
+                t.delivered,
+                t.masked,
+                strings::THINNED_WHY
+            ),
+            theme.problem(),
+        )));
+    }
     if let Some(CauseRow::Group(key)) = rows.get(view.rows.selected())
         && let Some(group) = causes.group(key)
     {

@@ -37,6 +37,9 @@ pub(crate) const CAUSES_NONE: &str = "no masked or at-risk rollout";
 /// Heading of the thinned tasks in the causes view.
 pub(crate) const CAUSES_THINNED: &str =
     "tasks masking thins (fewer than 2 delivered, or delivered rewards all equal)";
+/// What a thinned task means, in the causes view.
+pub(crate) const THINNED_WHY: &str =
+    "too few delivered samples, or all with one reward: no advantage signal (Enter lists them)";
 /// Shown when a divergence cannot be computed.
 pub(crate) const NO_DIVERGENCE: &str =
     "no divergence to show: this call's parent link holds, or it is a root by decision";
@@ -117,6 +120,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::SelectACall => SELECT_A_CALL.into(),
         Notice::NoDivergence => NO_DIVERGENCE.into(),
         Notice::NoCauses => NO_CAUSES.into(),
+        Notice::BadFilter(why) => format!("filter: {why}"),
         Notice::WhatIfCleared => WHAT_IF_CLEARED.into(),
         Notice::NoTokenizer => NO_TOKENIZER.into(),
         Notice::ReplayOnly => REPLAY_ONLY.into(),

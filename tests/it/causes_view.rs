@@ -286,9 +286,10 @@ fn why_prints_the_groups_as_text_markdown_and_json() {
     );
     let text = with("text");
     assert!(
-        text.starts_with("31 rollouts, 24 masked or at risk"),
+        text.starts_with("31 rollouts (0 live): 24 masked, 0 at risk"),
         "{text}"
     );
+    assert!(!text.contains("pass --rollouts"), "rows were given");
     assert!(text.contains("reasoning block removed") && text.contains("e.g. think-0"));
     assert!(text.contains("task 7: 1 delivered, 3 masked"));
     let markdown = with("markdown");
@@ -305,8 +306,60 @@ fn why_prints_the_groups_as_text_markdown_and_json() {
         "one table row a group"
     );
     // The demo store works without arguments (its own tokenizer).
-    assert!(why(&[]).contains("13 rollouts, 6 masked or at risk"));
+    assert!(why(&[]).contains("13 rollouts (1 live): 6 masked, 0 at risk"));
+    // Without rows it says what they would add; the live store's at-risk rollouts count.
+    let conformance = fixture("conformance/store-1-1");
+    let bare = why(&[conformance.to_str().unwrap()]);
+    assert!(
+        bare.starts_with("30 rollouts (30 live): 0 masked, 18 at risk"),
+        "{bare}"
+    );
+    assert!(bare.contains("pass --rollouts PATH"), "{bare}");
+    assert!(
+        !bare.contains("does not explain"),
+        "no row blamed when none was given"
+    );
+    // A tag in a markdown cell is escaped (a renderer would take it for HTML).
+    assert!(markdown.contains("&lt;think&gt;") && !markdown.contains("<think>"));
     // Text from a store is sanitized: no escape reaches the terminal.
     assert!(!text.contains('\u{1b}') && !markdown.contains('\u{1b}'));
     let _ = PathBuf::new();
+}
+
+#[test]
+fn enter_before_the_analysis_arrives_still_lands_on_the_failing_call() {
+    use tokscope_core::live::StoreEvent;
+    use tokscope_core::verdict::Summary;
+    // A live explorer: summaries first, the analysis of what is looked at later.
+    let stores = vec![fixture("conformance/store-1-1")];
+    let options = VerdictOptions::default();
+    let analyses = tokscope_core::load::analyze_all(&locate(&stores, &[]).unwrap(), &options);
+    let mut app = App::new_live(stores, options, common::viewport(120, 40));
+    let summaries = analyses
+        .iter()
+        .map(|a| StoreEvent::Updated(Box::new(Summary::of(a))))
+        .collect();
+    app.update(tokscope::app::Message::Store(summaries));
+    keys(&mut app, ":rollout 1-27-a1");
+    key(&mut app, KeyCode::Enter);
+    app.focus = Pane::List;
+    key(&mut app, KeyCode::Char('d'));
+    assert!(app.view.is_none(), "not read yet");
+    let analysis = analyses
+        .iter()
+        .find(|a| a.rollout_id() == "1-27-a1")
+        .unwrap();
+    app.update(tokscope::app::Message::Store(vec![StoreEvent::Detail(
+        Box::new(analysis.clone()),
+    )]));
+    let view = app
+        .view
+        .as_ref()
+        .expect("the view opened as the analysis came");
+    let divergence = view
+        .divergence
+        .as_ref()
+        .expect("and went to the divergence");
+    assert_eq!(view.tokens.cursor, divergence.position);
+    assert_eq!(app.focus, Pane::Tree);
 }

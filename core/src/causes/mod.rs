@@ -113,8 +113,10 @@ pub struct Thinned {
 pub struct Causes {
     groups: BTreeMap<String, Group>,
     tasks: BTreeMap<String, TaskCount>,
-    /// Masked and at-risk rollouts whose row disagrees: its `mask_sample` says otherwise.
+    /// Judged rollouts whose row's `mask_sample` says otherwise.
     disagreements: BTreeSet<Member>,
+    /// Rollouts counted whose row said something of them (reward, agent, task).
+    pub context_seen: usize,
 }
 
 fn member(summary: &Summary) -> Member {
@@ -153,6 +155,9 @@ impl Causes {
     }
 
     fn count(&mut self, summary: &Summary, sign: isize) {
+        if summary.context.is_some() {
+            step(&mut self.context_seen, sign);
+        }
         let standing = summary.standing();
         let masked = matches!(standing, Standing::Masked | Standing::AtRisk);
         if summary.row_disagrees() {
@@ -273,23 +278,6 @@ impl Causes {
     /// Rollouts whose row's `mask_sample` disagrees with tokscope's verdict.
     pub fn disagreements(&self) -> &BTreeSet<Member> {
         &self.disagreements
-    }
-
-    /// The top `n` groups as one line: `title n, title n`.
-    pub fn top_line(&self, n: usize) -> String {
-        let groups = self.groups();
-        if groups.is_empty() {
-            return "none".into();
-        }
-        let mut parts: Vec<String> = groups
-            .iter()
-            .take(n)
-            .map(|g| format!("{} ×{}", g.title, g.len()))
-            .collect();
-        if groups.len() > n {
-            parts.push(format!("+{} more", groups.len() - n));
-        }
-        parts.join("; ")
     }
 }
 

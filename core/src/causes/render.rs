@@ -12,6 +12,23 @@ fn totals(tally: &Tally) -> (usize, usize) {
     (tally.rollouts(), tally.masked + tally.at_risk)
 }
 
+/// The run in one line: `31 rollouts (0 live): 24 masked, 0 at risk (77.4%)`.
+fn headline(tally: &Tally) -> String {
+    let (rollouts, masked) = totals(tally);
+    format!(
+        "{rollouts} rollouts ({} live): {} masked, {} at risk ({:.1}%)",
+        tally.live_total(),
+        tally.masked,
+        tally.at_risk,
+        share(masked, rollouts) * 100.0
+    )
+}
+
+/// Said when no rollout's row gave a reward, an agent or a task.
+pub const NO_ROWS: &str = "no rows give reward, agent or task: pass --rollouts PATH (the \
+     rollout collection's results) to weigh the causes by reward and agent and to find the \
+     tasks masking thins";
+
 fn share(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -20,15 +37,15 @@ fn share(part: usize, whole: usize) -> f64 {
     }
 }
 
-/// Where the example broke, in a few words: `call c3, token 1234: −"…" +"…"`.
+/// Where the example broke, in a few words: `r1 call c3, token 1234 of its prompt: −"…" +"…"`.
 pub fn example_line(id: &str, cause: &Cause) -> String {
     let mut line = sanitize(id).into_owned();
     if let Some(call) = &cause.call {
-        line.push_str(&format!(" {}", sanitize(call)));
+        line.push_str(&format!(" call {}", sanitize(call)));
     }
     if let Evidence::Link(link) = &cause.evidence {
         if let Some(position) = link.position {
-            line.push_str(&format!(" at token {position}"));
+            line.push_str(&format!(" at token {position} of its prompt"));
         }
         match (&link.text, link.edit) {
             (Some(text), _) => line.push_str(&format!(
@@ -70,15 +87,20 @@ fn reward_text(group: &Group) -> String {
     }
 }
 
+/// Whether any rollout's row said something of it (else the reward and agent columns and
+/// the thinned tasks cannot be had).
+fn rows_given(causes: &Causes) -> bool {
+    causes.context_seen > 0
+}
+
 /// The causes as text lines.
 pub fn text(causes: &Causes, tally: &Tally) -> String {
-    let (rollouts, masked) = totals(tally);
+    let (_, masked) = totals(tally);
     let groups = causes.groups();
-    let mut out = format!(
-        "{rollouts} rollouts, {masked} masked or at risk ({:.1}%), {} cause group(s)\n",
-        share(masked, rollouts) * 100.0,
-        groups.len()
-    );
+    let mut out = format!("{}, {} cause group(s)\n", headline(tally), groups.len());
+    if !rows_given(causes) {
+        out.push_str(&format!("({NO_ROWS})\n"));
+    }
     for group in &groups {
         out.push_str(&format!(
             "\n{:>6} {:>5.1}%  {}\n",
@@ -86,11 +108,13 @@ pub fn text(causes: &Causes, tally: &Tally) -> String {
             share(group.len(), masked) * 100.0,
             sanitize(&group.title)
         ));
-        out.push_str(&format!(
-            "              {} · {}\n",
-            agents_text(group),
-            reward_text(group)
-        ));
+        if rows_given(causes) {
+            out.push_str(&format!(
+                "              {} · {}\n",
+                agents_text(group),
+                reward_text(group)
+            ));
+        }
         if let Some(((id, _), cause)) = group.example() {
             out.push_str(&format!("              e.g. {}\n", example_line(id, cause)));
         }
@@ -122,18 +146,27 @@ pub fn text(causes: &Causes, tally: &Tally) -> String {
     out
 }
 
-/// A markdown cell: no pipes or line breaks.
+/// A markdown cell: no pipes, line breaks or tags (a renderer would take `<think>` for HTML).
 fn cell(text: &str) -> String {
-    sanitize(text).replace('|', "\\|").replace('\n', " ")
+    sanitize(text)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace('\n', " ")
 }
 
 /// The causes as a markdown table a person can paste into a ticket.
 pub fn markdown(causes: &Causes, tally: &Tally) -> String {
-    let (rollouts, masked) = totals(tally);
+    let (_, masked) = totals(tally);
     let mut out = format!(
-        "**{rollouts} rollouts, {masked} masked or at risk ({:.1}%)**\n\n",
-        share(masked, rollouts) * 100.0
+        "**{}, {} cause group(s)**\n\n",
+        headline(tally),
+        causes.groups().len()
     );
+    if !rows_given(causes) {
+        out.push_str(&format!("_{}_\n\n", cell(NO_ROWS)));
+    }
     out.push_str(
         "| rollouts | share | cause | agents | mean reward | masked with reward > 0 | example |\n",
     );
@@ -151,7 +184,10 @@ pub fn markdown(causes: &Causes, tally: &Tally) -> String {
             cell(&group.title),
             cell(&agents_text(group)),
             reward.mean.map_or("–".into(), |m| format!("{m:.2}")),
-            reward.masked_with_reward,
+            match reward.known {
+                0 => "–".to_owned(),
+                _ => reward.masked_with_reward.to_string(),
+            },
             cell(&example)
         ));
     }
@@ -210,6 +246,10 @@ pub fn json(causes: &Causes, tally: &Tally) -> Value {
     json!({
         "rollouts": rollouts,
         "masked": masked,
+        "masked_frozen": tally.masked,
+        "at_risk": tally.at_risk,
+        "live": tally.live_total(),
+        "rows_given": rows_given(causes),
         "groups": groups,
         "thinned_groups": causes.thinned(),
         "row_disagreements": causes.disagreements().iter().map(|(id, _)| id).collect::<Vec<_>>(),

@@ -57,6 +57,9 @@ pub enum Place {
     /// Nowhere: the child's prompt extends the whole sequence, so the tokens agree and the
     /// recorded lineage (`cum_len` / `digest`) is what is wrong.
     TokensAgree,
+    /// Nowhere, and no parent was claimed: the prompt extends a placed call whole, but the
+    /// writer linked none (its lineage lookup failed: `ambiguous`, `no_match`, …).
+    ExtendsUnclaimed,
 }
 
 impl Place {
@@ -70,6 +73,7 @@ impl Place {
             Place::ParentGenerationEnd => "parent_generation_end",
             Place::ParentPrompt => "parent_prompt",
             Place::TokensAgree => "tokens_agree",
+            Place::ExtendsUnclaimed => "extends_unclaimed",
         }
     }
 
@@ -83,6 +87,9 @@ impl Place {
             Place::ParentGenerationEnd => "at the end of the parent's generation",
             Place::ParentPrompt => "in the parent's prompt",
             Place::TokensAgree => "tokens agree, the recorded cum_len/digest is wrong",
+            Place::ExtendsUnclaimed => {
+                "the prompt extends an earlier call, but the writer linked no parent"
+            }
         }
     }
 }
@@ -157,6 +164,8 @@ pub enum RootKind {
     UnresolvedLink,
     /// Nothing the row says explains it.
     Unexplained,
+    /// No row was given to say what it is.
+    NoRow,
 }
 
 impl RootKind {
@@ -168,6 +177,7 @@ impl RootKind {
             RootKind::Verifier => "verifier",
             RootKind::UnresolvedLink => "unresolved_link",
             RootKind::Unexplained => "unexplained",
+            RootKind::NoRow => "no_row",
         }
     }
 
@@ -179,6 +189,7 @@ impl RootKind {
             RootKind::Verifier => "a verifier's call",
             RootKind::UnresolvedLink => "an unresolved link",
             RootKind::Unexplained => "a call the row does not explain",
+            RootKind::NoRow => "a call no row explains (no rows given)",
         }
     }
 }
@@ -299,7 +310,14 @@ impl Cause {
         match &self.evidence {
             Evidence::Link(link) => {
                 let what = match (&link.text, link.edit) {
-                    (_, _) if link.place == Some(Place::TokensAgree) => String::new(),
+                    (_, _)
+                        if matches!(
+                            link.place,
+                            Some(Place::TokensAgree | Place::ExtendsUnclaimed)
+                        ) =>
+                    {
+                        String::new()
+                    }
                     (Some(text), _) => format!(" {}", text.class.words()),
                     (None, Some(edit)) => format!(" tokens {}", edit.shape().name()),
                     (None, None) => String::new(),
@@ -342,7 +360,16 @@ impl Cause {
 
 /// The cause of `analysis`, if it is masked (or would be, frozen now) for a reason.
 pub fn cause_of(analysis: &Analysis) -> Option<Cause> {
-    let reason = analysis.reasons.first()?;
+    // A live rollout is at risk for its first incurable reason (its calls in flight may
+    // still come); a frozen one is masked for its most fundamental.
+    let reason = match analysis.lifecycle {
+        super::Lifecycle::Live => analysis
+            .reasons
+            .iter()
+            .find(|r| !r.curable_while_live())
+            .or(analysis.reasons.first())?,
+        _ => analysis.reasons.first()?,
+    };
     let records = &analysis.capture.records;
     let observations = analysis.options.observations.as_deref();
     let detokenizer = analysis.options.detokenizer.as_deref();
@@ -443,9 +470,10 @@ fn root_kind(
     {
         return RootKind::UnresolvedLink;
     }
-    observations
-        .and_then(|o| observed_kind(o, call))
-        .unwrap_or(RootKind::Unexplained)
+    match observations {
+        Some(o) if !o.missing_row => observed_kind(o, call).unwrap_or(RootKind::Unexplained),
+        _ => RootKind::NoRow,
+    }
 }
 
 /// What the row says `call` is: a compaction's, a verifier's or a subagent's.
@@ -502,7 +530,10 @@ fn link_cause(
     cause.reference_call = Some(found.reference_call.clone());
     cause.position = Some(found.position);
     if found.tokens_agree() {
-        cause.place = Some(Place::TokensAgree);
+        cause.place = Some(match found.reference {
+            Reference::Candidate(_) => Place::ExtendsUnclaimed,
+            Reference::ClaimedNode(_) | Reference::ClaimedRecord(_) => Place::TokensAgree,
+        });
         return cause;
     }
     let (prompt, reference) = sides(records, build, &found);

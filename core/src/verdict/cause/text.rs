@@ -93,11 +93,11 @@ const JSON_STARTS: usize = 8;
 /// both sides while its text differs (spacing, key order): tried from each of the nearest
 /// [`JSON_STARTS`] braces.
 fn same_json(text: &Decoded) -> bool {
-    let first_value = |text: &str| {
-        serde_json::Deserializer::from_str(text)
-            .into_iter::<serde_json::Value>()
-            .next()
-            .and_then(Result::ok)
+    // The first JSON value of `text`, if it runs past byte `past` (spans the difference).
+    let spanning_value = |text: &str, past: usize| {
+        let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        let value = values.next()?.ok()?;
+        (values.byte_offset() > past).then_some(value)
     };
     let starts = text.before.match_indices('{').map(|(at, _)| at);
     let starts: Vec<usize> = starts.collect();
@@ -106,7 +106,7 @@ fn same_json(text: &Decoded) -> bool {
         let parent = format!("{head}{}", text.parent_after);
         let child = format!("{head}{}", text.child_after);
         matches!(
-            (first_value(&parent), first_value(&child)),
+            (spanning_value(&parent, head.len()), spanning_value(&child, head.len())),
             (Some(a), Some(b)) if a == b && a.is_object()
         )
     })
@@ -209,6 +209,17 @@ mod tests {
         assert_eq!(class("a ", "cat", "dog", " sat"), TextClass::OtherText);
         // Other JSON values: not the same object.
         assert_eq!(class("{\"a\": ", "1", "2", "}"), TextClass::OtherText);
+        // An object that ends before the difference says nothing about it (a tool call, then
+        // a file listing whose last name changed).
+        assert_eq!(
+            class(
+                "{\"cmd\": \"ls src\"}\nparser.rs\n",
+                "lib",
+                " config",
+                ".rs"
+            ),
+            TextClass::OtherText
+        );
     }
 
     #[test]
