@@ -9,6 +9,7 @@ use tokscope_core::causes::render;
 use tokscope_core::detok::Detokenizer;
 use tokscope_core::health::Health;
 use tokscope_core::load::{analyze_in_order, locate};
+use tokscope_core::text::sanitize;
 use tokscope_core::verdict::{Summary, VerdictOptions};
 
 use super::{assets, read_rows, stores_or_demo};
@@ -31,15 +32,44 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         ..VerdictOptions::default()
     };
     let locations = locate(&stores, &[])?;
-    // One pass: each rollout is judged and reduced to its summary on a worker, then counted.
+    if locations.is_empty() {
+        eprintln!(
+            "tokscope: no rollouts (no *.tokens.* files) in {}",
+            stores
+                .iter()
+                .map(|s| sanitize(&s.display().to_string()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // One pass: each rollout is judged and reduced to its summary (and the model its records
+    // name) on a worker, then counted.
     let mut health = Health::default();
+    let mut models = std::collections::BTreeSet::new();
     analyze_in_order(
         &locations,
         &options,
         &rows,
-        |analysis| Summary::of(&analysis),
-        |summary| health.add(&summary),
+        |analysis| {
+            let model = analysis.capture.records.first().map(|r| r.model.clone());
+            (Summary::of(&analysis), model)
+        },
+        |(summary, model)| {
+            health.add(&summary);
+            models.extend(model.filter(|m| !m.is_empty()));
+        },
     );
+    if let (Some(path), true) = (&tokenizer, models.len() > 1) {
+        // One tokenizer decodes every rollout: those of another model get meaningless text.
+        let names: Vec<String> = models.iter().map(|m| sanitize(m).into_owned()).collect();
+        eprintln!(
+            "tokscope: the records name {} models ({}); {} decodes all of them, so the text \
+             classes of the others' broken links mean nothing: run why once per model's store",
+            names.len(),
+            names.join(", "),
+            sanitize(&path.display().to_string())
+        );
+    }
     let out = match args.format {
         WhyFormat::Text => render::text(&health.causes, &health.tally),
         WhyFormat::Markdown => render::markdown(&health.causes, &health.tally),

@@ -319,6 +319,19 @@ fn why_prints_the_groups_as_text_markdown_and_json() {
         !bare.contains("does not explain"),
         "no row blamed when none was given"
     );
+    // One tokenizer for a store of two models' rollouts: said, once.
+    let stderr = std::process::Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .arg("why")
+        .args(base)
+        .output()
+        .unwrap()
+        .stderr;
+    let stderr = String::from_utf8(stderr).unwrap();
+    assert_eq!(
+        stderr.matches("the records name 2 models").count(),
+        1,
+        "{stderr}"
+    );
     // A tag in a markdown cell is escaped (a renderer would take it for HTML).
     assert!(markdown.contains("&lt;think&gt;") && !markdown.contains("<think>"));
     // Text from a store is sanitized: no escape reaches the terminal.
