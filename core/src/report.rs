@@ -109,6 +109,23 @@ impl Analysis {
                 .observations
                 .as_ref()
                 .map(|o| crate::graph::summary(o, self)),
+            row: self
+                .options
+                .observations
+                .as_ref()
+                .map(|o| &o.context)
+                .filter(|c| !c.is_empty()),
+            cause: matches!(
+                self.standing(),
+                crate::verdict::Standing::Masked | crate::verdict::Standing::AtRisk
+            )
+            .then(|| crate::verdict::cause::cause_of(self))
+            .flatten()
+            .map(|cause| CauseReport {
+                key: cause.key(),
+                title: cause.title(),
+                cause,
+            }),
         }
     }
 }
@@ -134,6 +151,21 @@ pub struct Report<'a> {
     read_issues: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     observations: Option<serde_json::Value>,
+    /// What the rollout's row says of it: reward, agent, task, its own `mask_sample`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    row: Option<&'a crate::observe::RowContext>,
+    /// The cause signature, for a masked or at-risk rollout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<CauseReport>,
+}
+
+/// A cause signature with its key and title.
+#[derive(Serialize)]
+struct CauseReport {
+    key: String,
+    title: String,
+    #[serde(flatten)]
+    cause: crate::verdict::cause::Cause,
 }
 
 #[derive(Serialize)]

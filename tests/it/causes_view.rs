@@ -376,3 +376,36 @@ fn enter_before_the_analysis_arrives_still_lands_on_the_failing_call() {
     assert_eq!(view.tokens.cursor, divergence.position);
     assert_eq!(app.focus, Pane::Tree);
 }
+
+#[test]
+fn build_reports_carry_the_row_and_the_cause() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(["build", "--format", "jsonl", "--rollouts"])
+        .arg(fixture("causes/rollouts.jsonl"))
+        .arg(fixture("causes/store"))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let reports: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let think = reports
+        .iter()
+        .find(|r| r["rollout_id"] == "think-0")
+        .unwrap();
+    assert_eq!(think["row"]["reward"], 1.0);
+    assert_eq!(think["row"]["agent"], "math_agent");
+    assert_eq!(think["row"]["task"], "7");
+    assert_eq!(think["cause"]["reason"], "unresolved_parent_calls");
+    assert_eq!(think["cause"]["evidence"]["position"], 30);
+    assert!(
+        think["cause"]["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("unresolved_parent_calls/")
+    );
+    let ok = reports.iter().find(|r| r["rollout_id"] == "ok-0").unwrap();
+    assert!(ok["cause"].is_null() && ok["row"]["reward"].is_number());
+}
