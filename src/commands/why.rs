@@ -10,7 +10,7 @@ use tokscope_core::detok::Detokenizer;
 use tokscope_core::health::Health;
 use tokscope_core::load::{analyze_in_order, locate};
 use tokscope_core::text::sanitize;
-use tokscope_core::verdict::{Summary, VerdictOptions};
+use tokscope_core::verdict::{Summary, Tally, VerdictOptions};
 
 use super::{assets, read_rows, stores_or_demo};
 use crate::cli::{WhyArgs, WhyFormat};
@@ -45,6 +45,7 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     // One pass: each rollout is judged and reduced to its summary (and the model its records
     // name) on a worker, then counted.
     let mut health = Health::default();
+    let mut by_store: std::collections::BTreeMap<PathBuf, Tally> = Default::default();
     let mut models = std::collections::BTreeSet::new();
     analyze_in_order(
         &locations,
@@ -55,6 +56,10 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
             (Summary::of(&analysis), model)
         },
         |(summary, model)| {
+            by_store
+                .entry(summary.location.dir.clone())
+                .or_default()
+                .count(summary.standing(), 1);
             health.add(&summary);
             models.extend(model.filter(|m| !m.is_empty()));
         },
@@ -70,12 +75,16 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
             sanitize(&path.display().to_string())
         );
     }
+    let stores: Vec<(String, Tally)> = by_store
+        .into_iter()
+        .map(|(dir, tally)| (dir.display().to_string(), tally))
+        .collect();
+    let (causes, tally) = (&health.causes, &health.tally);
     let out = match args.format {
-        WhyFormat::Text => render::text(&health.causes, &health.tally),
-        WhyFormat::Markdown => render::markdown(&health.causes, &health.tally),
+        WhyFormat::Text => render::text(causes, tally, &stores),
+        WhyFormat::Markdown => render::markdown(causes, tally, &stores),
         WhyFormat::Json => {
-            let mut json =
-                serde_json::to_string_pretty(&render::json(&health.causes, &health.tally))?;
+            let mut json = serde_json::to_string_pretty(&render::json(causes, tally, &stores))?;
             json.push('\n');
             json
         }

@@ -117,13 +117,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                 let Some(t) = thinned.iter().find(|t| &t.task == task) else {
                     continue;
                 };
-                format!(
-                    "  task {}: {} delivered, {} masked ({})",
-                    sanitize(&t.task),
-                    t.delivered,
-                    t.masked,
-                    t.why.replace('_', " ")
-                )
+                format!("  {}", t.line())
             }
         };
         let marker = if selected { "▸" } else { " " };
@@ -186,12 +180,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     let wrapped = Paragraph::new(detail.clone()).wrap(Wrap { trim: false });
     let detail_height = wrapped.line_count(width.saturating_sub(2)) as u16;
     let height = (lines.len() as u16 + detail_height + 2).min(area.height);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
+    let popup = super::centered(area, width, height);
     frame.render_widget(Clear, popup);
     let block = pane_block(title, true, theme);
     let inner = block.inner(popup);

@@ -92,12 +92,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) -> (usize, usize)
     };
     let longest = columns.iter().map(Vec::len).max().unwrap_or(0);
     let height = area.height.min(longest as u16 + 2);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
+    let popup = super::centered(area, width, height);
     frame.render_widget(Clear, popup);
     let rows = usize::from(height.saturating_sub(2));
     let title = if longest > rows {

@@ -107,6 +107,17 @@ fn draw_tab(frame: &mut Frame, app: &App, theme: Theme, area: Rect, drawn: &mut 
     }
 }
 
+/// A `width` × `height` rectangle centered in `area` (an overlay's place).
+pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let (width, height) = (width.min(area.width), height.min(area.height));
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
+}
+
 /// A bordered block titled for a pane, highlighted when focused.
 pub(crate) fn pane_block(title: String, focused: bool, theme: Theme) -> Block<'static> {
     Block::default()

@@ -108,6 +108,24 @@ pub struct Thinned {
     pub why: &'static str,
 }
 
+impl Thinned {
+    /// Why, in words: `fewer than 2 delivered` or `equal rewards`.
+    pub fn why_words(&self) -> String {
+        self.why.replace('_', " ")
+    }
+
+    /// The task in one line: `task 7: 1 delivered, 3 masked (fewer than 2 delivered)`.
+    pub fn line(&self) -> String {
+        format!(
+            "task {}: {} delivered, {} masked ({})",
+            crate::text::sanitize(&self.task),
+            self.delivered,
+            self.masked,
+            self.why_words()
+        )
+    }
+}
+
 /// A run's causes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Causes {

@@ -93,11 +93,19 @@ fn rows_given(causes: &Causes) -> bool {
     causes.context_seen > 0
 }
 
+/// The counts of each store, when there are several: `(store, its tally)`.
+pub type StoreTallies = [(String, Tally)];
+
 /// The causes as text lines.
-pub fn text(causes: &Causes, tally: &Tally) -> String {
+pub fn text(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String {
     let (_, masked) = totals(tally);
     let groups = causes.groups();
     let mut out = format!("{}, {} cause group(s)\n", headline(tally), groups.len());
+    if stores.len() > 1 {
+        for (store, tally) in stores {
+            out.push_str(&format!("  {}: {}\n", sanitize(store), headline(tally)));
+        }
+    }
     if !rows_given(causes) {
         out.push_str(&format!("({NO_ROWS})\n"));
     }
@@ -123,13 +131,7 @@ pub fn text(causes: &Causes, tally: &Tally) -> String {
     if !thinned.is_empty() {
         out.push_str("\ntasks masking thins (fewer than 2 delivered, or equal rewards):\n");
         for t in &thinned {
-            out.push_str(&format!(
-                "  task {}: {} delivered, {} masked ({})\n",
-                sanitize(&t.task),
-                t.delivered,
-                t.masked,
-                t.why.replace('_', " ")
-            ));
+            out.push_str(&format!("  {}\n", t.line()));
         }
     }
     let disagree = causes.disagreements();
@@ -157,7 +159,7 @@ fn cell(text: &str) -> String {
 }
 
 /// The causes as a markdown table a person can paste into a ticket.
-pub fn markdown(causes: &Causes, tally: &Tally) -> String {
+pub fn markdown(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String {
     let (_, masked) = totals(tally);
     let mut out = format!(
         "**{}, {} cause group(s)**\n\n",
@@ -166,6 +168,20 @@ pub fn markdown(causes: &Causes, tally: &Tally) -> String {
     );
     if !rows_given(causes) {
         out.push_str(&format!("_{}_\n\n", cell(NO_ROWS)));
+    }
+    if stores.len() > 1 {
+        out.push_str("| store | rollouts | live | masked | at risk |\n|---|---:|---:|---:|---:|\n");
+        for (store, t) in stores {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                cell(store),
+                t.rollouts(),
+                t.live_total(),
+                t.masked,
+                t.at_risk
+            ));
+        }
+        out.push('\n');
     }
     out.push_str(
         "| rollouts | share | cause | agents | mean reward | masked with reward > 0 | example |\n",
@@ -200,7 +216,7 @@ pub fn markdown(causes: &Causes, tally: &Tally) -> String {
                 cell(&t.task),
                 t.delivered,
                 t.masked,
-                t.why.replace('_', " ")
+                t.why_words()
             ));
         }
     }
@@ -209,7 +225,7 @@ pub fn markdown(causes: &Causes, tally: &Tally) -> String {
 
 /// The causes as JSON: `{"rollouts", "masked", "groups": [{"title", "reason", "signature",
 /// "rollouts", "agents", "reward": {"mean", "masked_with_reward"}, …}], "thinned_groups"}`.
-pub fn json(causes: &Causes, tally: &Tally) -> Value {
+pub fn json(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> Value {
     let (rollouts, masked) = totals(tally);
     let groups: Vec<Value> = causes
         .groups()
@@ -250,6 +266,16 @@ pub fn json(causes: &Causes, tally: &Tally) -> Value {
         "at_risk": tally.at_risk,
         "live": tally.live_total(),
         "rows_given": rows_given(causes),
+        "stores": stores
+            .iter()
+            .map(|(store, t)| json!({
+                "store": store,
+                "rollouts": t.rollouts(),
+                "live": t.live_total(),
+                "masked": t.masked,
+                "at_risk": t.at_risk,
+            }))
+            .collect::<Vec<_>>(),
         "groups": groups,
         "thinned_groups": causes.thinned(),
         "row_disagreements": causes.disagreements().iter().map(|(id, _)| id).collect::<Vec<_>>(),
