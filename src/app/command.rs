@@ -15,7 +15,8 @@ pub enum Command {
     Pos(usize),
     /// `:chain N` — show chain N (1 is the first) in the token pane.
     Chain(usize),
-    /// Replay only: `:N`, `:+seconds`, `:CALL-ID` (or `:replay …`) — jump in time.
+    /// Replay only: `:N` (a call), `:+s` / `:-s` (seconds from now), `:@s` (seconds after the
+    /// first call), `:CALL-ID` (or `:replay …`) — jump in time.
     Replay(JumpTarget),
     /// `:causes` — open the causes view.
     Causes,
@@ -53,10 +54,11 @@ impl Command {
                 0 => return Err(CommandError(":chain counts from 1".into())),
                 n => Command::Chain(n),
             },
-            "replay" | "jump" => Command::Replay(
-                JumpTarget::parse(rest)
-                    .ok_or_else(|| CommandError(format!(":{word} needs a call or +seconds")))?,
-            ),
+            "replay" | "jump" => Command::Replay(JumpTarget::parse(rest).ok_or_else(|| {
+                CommandError(format!(
+                    ":{word} needs a call, +seconds, -seconds or @seconds"
+                ))
+            })?),
             "q" | "quit" | "q!" | "qa" => Command::Quit,
             "causes" | "why" => Command::Causes,
             "" => return Err(CommandError("empty command".into())),
@@ -112,7 +114,7 @@ impl App {
     }
 
     /// Select the rollout `id` (exact, else the only one containing it) in the list.
-    fn go_to_rollout(&mut self, id: &str) {
+    pub(super) fn go_to_rollout(&mut self, id: &str) {
         let exact = self.rollouts.iter().position(|s| s.rollout_id() == id);
         let found = exact.or_else(|| {
             let mut matching =
@@ -177,7 +179,19 @@ mod tests {
         );
         assert_eq!(
             Command::parse("+30"),
-            Ok(Command::Replay(JumpTarget::Offset(30.0)))
+            Ok(Command::Replay(JumpTarget::Relative(30.0)))
+        );
+        assert_eq!(
+            Command::parse("-10"),
+            Ok(Command::Replay(JumpTarget::Relative(-10.0)))
+        );
+        assert_eq!(
+            Command::parse("@600"),
+            Ok(Command::Replay(JumpTarget::At(600.0)))
+        );
+        assert_eq!(
+            Command::parse("-c003"),
+            Ok(Command::Replay(JumpTarget::CallId("-c003".into())))
         );
         assert_eq!(
             Command::parse("replay c003"),

@@ -42,21 +42,33 @@ pub const SEEK_BUDGET: usize = 64;
 pub enum JumpTarget {
     /// A call number (1 is the first call).
     Call(usize),
-    /// Seconds after the first call.
-    Offset(f64),
+    /// Seconds from the replay clock now (`+N` forward, `-N` back).
+    Relative(f64),
+    /// Seconds after the first call (`@N`).
+    At(f64),
     /// A model call id.
     CallId(String),
 }
 
 impl JumpTarget {
-    /// Read what was typed: `N`, `+seconds` or a call id.
+    /// Read what was typed: `N` (a call number), `+seconds` / `-seconds` (from now),
+    /// `@seconds` (after the first call) or a call id.
     pub fn parse(text: &str) -> Option<JumpTarget> {
         let text = text.trim();
         if text.is_empty() {
             return None;
         }
-        if let Some(offset) = text.strip_prefix('+') {
-            return offset.parse().ok().map(JumpTarget::Offset);
+        let seconds = |rest: &str| rest.trim().parse::<f64>().ok().filter(|s| s.is_finite());
+        if let Some(rest) = text.strip_prefix('+') {
+            return seconds(rest).map(JumpTarget::Relative);
+        }
+        if let Some(rest) = text.strip_prefix('-')
+            && let Some(back) = seconds(rest)
+        {
+            return Some(JumpTarget::Relative(-back));
+        }
+        if let Some(rest) = text.strip_prefix('@') {
+            return seconds(rest).map(JumpTarget::At);
         }
         Some(match text.parse() {
             Ok(position) => JumpTarget::Call(position),
@@ -136,9 +148,13 @@ impl ReplayState {
     /// Jump; `None` when the target names no call.
     pub fn jump(&mut self, target: &JumpTarget, now: Instant) -> Option<Vec<usize>> {
         let position = match target {
-            JumpTarget::Offset(offset) => {
+            JumpTarget::At(offset) => {
                 let start = self.replay.start().unwrap_or(0.0);
                 self.replay.position_at(start + offset)
+            }
+            JumpTarget::Relative(delta) => {
+                let now_at = self.clock(now).or(self.replay.start()).unwrap_or(0.0);
+                self.replay.position_at(now_at + delta)
             }
             JumpTarget::Call(position) => *position,
             JumpTarget::CallId(call) => self.replay.position_of_call(call)?,
@@ -295,13 +311,45 @@ impl App {
             return;
         };
         match replay.jump(target, self.now) {
-            Some(rollouts) => self.after_seek(&rollouts),
+            Some(rollouts) => {
+                self.after_seek(&rollouts);
+                if let JumpTarget::CallId(call) = target {
+                    self.select_replayed_call(call);
+                }
+            }
             None => {
                 if let JumpTarget::CallId(call) = target {
                     self.message = Some(Notice::NoSuchCall(call.clone()));
                 }
             }
         }
+    }
+
+    /// After a jump to a call: select its rollout in the list and the call in its tree.
+    fn select_replayed_call(&mut self, call: &str) {
+        let Some(replay) = &self.replay else {
+            return;
+        };
+        let position = replay.replay.position();
+        let Some(moment) = position
+            .checked_sub(1)
+            .and_then(|p| replay.replay.moments().get(p))
+        else {
+            return;
+        };
+        let index = moment.rollout;
+        // The call's rollout as it stands now (its judging on the worker comes after): the
+        // one rollout the user asked for, rebuilt here as opening it in replay does.
+        let analysis = replay.replay.analysis_at(index);
+        self.take_detail(analysis);
+        self.list.update(index, &self.rollouts, true);
+        if self.view.as_ref().is_some_and(|v| v.index == index) {
+            self.view = None;
+        }
+        let id = self.rollouts[index].rollout_id().to_owned();
+        self.go_to_rollout(&id);
+        self.open_selected();
+        self.select_call(call);
     }
 
     /// The timeline moved these rollouts: judge them again (within the budget; the rest on
@@ -426,8 +474,11 @@ mod tests {
     #[test]
     fn jump_targets_parse() {
         assert_eq!(JumpTarget::parse(" 5 "), Some(JumpTarget::Call(5)));
-        assert_eq!(JumpTarget::parse("+2.5"), Some(JumpTarget::Offset(2.5)));
+        assert_eq!(JumpTarget::parse("+2.5"), Some(JumpTarget::Relative(2.5)));
+        assert_eq!(JumpTarget::parse("-10"), Some(JumpTarget::Relative(-10.0)));
+        assert_eq!(JumpTarget::parse("@ 30"), Some(JumpTarget::At(30.0)));
         assert_eq!(JumpTarget::parse("+x"), None);
+        assert_eq!(JumpTarget::parse("@inf"), None);
         assert_eq!(
             JumpTarget::parse("demo-clean-c1"),
             Some(JumpTarget::CallId("demo-clean-c1".into()))
@@ -451,6 +502,25 @@ mod tests {
         assert_eq!(replay.replay.position(), 0);
         assert!(replay.jump(&JumpTarget::Call(3), Instant::now()).is_some());
         assert_eq!(replay.replay.position(), 3);
+        // `+N` / `-N` count from where the clock is, `@N` from the first call.
+        let times: Vec<f64> = replay.replay.moments().iter().map(|m| m.time).collect();
+        let at = |replay: &ReplayState| replay.replay.time().unwrap();
+        let here = at(&replay);
+        replay.jump(&JumpTarget::Relative(0.5), Instant::now());
+        assert_eq!(
+            replay.replay.position(),
+            replay.replay.position_at(here + 0.5)
+        );
+        assert!(at(&replay) >= here, "forward from here, not from the start");
+        let ahead = at(&replay);
+        replay.jump(&JumpTarget::Relative(-0.5), Instant::now());
+        assert_eq!(
+            replay.replay.position(),
+            replay.replay.position_at(ahead - 0.5)
+        );
+        replay.jump(&JumpTarget::At(0.0), Instant::now());
+        assert_eq!(at(&replay), times[0], "@0 is the first call");
+        replay.jump(&JumpTarget::Call(3), Instant::now());
         assert!(
             replay
                 .jump(&JumpTarget::CallId("no-such-call".into()), Instant::now())

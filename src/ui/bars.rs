@@ -326,7 +326,11 @@ pub(crate) fn draw_status(frame: &mut Frame, app: &App, theme: Theme, area: Rect
         Mode::Command(text) => prompt(
             strings::COMMAND_PROMPT.into(),
             text,
-            "Enter run · Esc cancel · :rollout ID :call ID :pos N :chain N",
+            if app.replay.is_some() {
+                strings::COMMAND_HINT_REPLAY
+            } else {
+                strings::COMMAND_HINT
+            },
             theme,
         ),
         Mode::Search(text) => prompt(
@@ -412,6 +416,32 @@ pub(crate) fn hints(app: &App) -> Vec<(u8, String)> {
             .and_then(hint)
             .map(|hint| (*rank, hint))
     }));
+    if app.replay.is_some() {
+        // The mode's keys first: in replay they are what moves the screen.
+        let key = |action| key_for(app, action).unwrap_or_default();
+        let replay = [
+            format!("{} {}", key(Action::Pause), strings::HINT_PLAY),
+            format!(
+                "{} {} {}",
+                key(Action::StepBack),
+                key(Action::StepForward),
+                strings::HINT_STEP
+            ),
+            format!(
+                "{}/{}/{} {}",
+                key(Action::Speed1),
+                key(Action::Speed10),
+                key(Action::Speed100),
+                strings::HINT_SPEED
+            ),
+            format!(
+                "{} {}",
+                key(Action::ToggleReplay),
+                strings::HINT_LEAVE_REPLAY
+            ),
+        ];
+        hints.extend(replay.into_iter().map(|hint| (1, hint)));
+    }
     if focus.is_tab() {
         let keys: Vec<String> = Tab::iter()
             .filter_map(|tab| key_for(app, Action::ShowTab(tab)))

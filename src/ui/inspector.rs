@@ -225,7 +225,18 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
             }
             text
         }
-        other => format!("{other:?}"),
+        tokscope_core::rebuild::RecordFate::Duplicate(of) => format!(
+            "{} {}",
+            strings::FATE_DUPLICATE,
+            analysis.capture.records[*of].model_call_id
+        ),
+        tokscope_core::rebuild::RecordFate::Conflict(of) => format!(
+            "{} {}",
+            strings::FATE_CONFLICT,
+            analysis.capture.records[*of].model_call_id
+        ),
+        tokscope_core::rebuild::RecordFate::DeltaBroken => strings::FATE_DELTA_BROKEN.into(),
+        tokscope_core::rebuild::RecordFate::EmptyGeneration => strings::FATE_EMPTY.into(),
     });
     if let Some(fate) = fate {
         out.push(field("build decision", fate, theme));

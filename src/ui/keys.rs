@@ -77,7 +77,7 @@ const AFTER_TABS: &[Binding] = &[
     Binding { keys: &["1"], action: Action::Speed1, scope: KeyScope::Live, help: "replay: play at 1×" },
     Binding { keys: &["2"], action: Action::Speed10, scope: KeyScope::Live, help: "replay: play at 10×" },
     Binding { keys: &["3"], action: Action::Speed100, scope: KeyScope::Live, help: "replay: play at 100×" },
-    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes (replay: :N :+s)" },
+    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes (replay: :N :+s :-s :@s)" },
 ];
 
 /// Every built-in binding, in the help's order: the first global keys, one for each tab

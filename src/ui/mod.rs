@@ -107,6 +107,18 @@ fn draw_tab(frame: &mut Frame, app: &App, theme: Theme, area: Rect, drawn: &mut 
     }
 }
 
+/// The inspector's text for the open rollout, a line each (what `/` searches in it).
+pub fn inspector_text(app: &App) -> String {
+    inspector::lines(app, Theme { color: false })
+        .iter()
+        .map(|line| {
+            let mut text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+            text.push('\n');
+            text
+        })
+        .collect()
+}
+
 /// A `width` × `height` rectangle centered in `area` (an overlay's place).
 pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let (width, height) = (width.min(area.width), height.min(area.height));

@@ -58,11 +58,35 @@ pub(crate) const REPLAY_ON: &str =
     "replay: , and . step one call · Space play · 1 2 3 speed · : jump · R leaves";
 /// Replay ended.
 pub(crate) const REPLAY_OFF: &str = "replay off: showing the store as it is now";
+/// What the build did with a record that repeats another byte for byte.
+pub(crate) const FATE_DUPLICATE: &str =
+    "set aside: a byte-for-byte repeat (same tokens) of the record of";
+/// What the build did with a record whose call id another record holds with other tokens.
+pub(crate) const FATE_CONFLICT: &str = "set aside: same call id, other tokens than the record of";
+/// What the build did with a delta record it could not rebuild.
+pub(crate) const FATE_DELTA_BROKEN: &str = "set aside: a delta record whose full prompt cannot be \
+     rebuilt (its parent chain is missing or does not match)";
+/// What the build did with a record that generated nothing.
+pub(crate) const FATE_EMPTY: &str =
+    "set aside: no generated tokens (no training signal), left out of the chains";
+/// Replay's hints: play, step, speed, leave.
+pub(crate) const HINT_PLAY: &str = "play/pause";
+/// Replay's step hint.
+pub(crate) const HINT_STEP: &str = "step";
+/// Replay's speed hint.
+pub(crate) const HINT_SPEED: &str = "1×/10×/100×";
+/// Replay's leave hint.
+pub(crate) const HINT_LEAVE_REPLAY: &str = "live";
+/// The command prompt's hint.
+pub(crate) const COMMAND_HINT: &str =
+    "Enter run · Esc cancel · :rollout ID :call ID :pos N :chain N :causes";
+/// The command prompt's hint in replay: the jumps, relative ones in seconds.
+pub(crate) const COMMAND_HINT_REPLAY: &str = "Enter run · Esc cancel · :N call N · :+s/:-s seconds from now · :@s after the first call · :CALL-ID";
 /// Command prompt.
 pub(crate) const COMMAND_PROMPT: &str = ":";
 /// The commands, for a command line that was not understood.
-pub(crate) const COMMANDS: &str =
-    ":rollout ID · :call ID · :pos N · :chain N · replay: :N, :+seconds, :CALL-ID";
+pub(crate) const COMMANDS: &str = ":rollout ID · :call ID · :pos N · :chain N · :causes · replay: :N (call), :+s / :-s \
+     (seconds from now), :@s (after the first call), :CALL-ID";
 /// No tokenizer loaded.
 pub(crate) const NO_TOKENIZER: &str =
     "no tokenizer loaded: start with --tokenizer PATH/tokenizer.json";

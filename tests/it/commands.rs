@@ -430,3 +430,106 @@ fn enter_on_a_read_gap_shows_the_problem_and_the_columns_align() {
     }
     assert!(checked > 0, "a rollout with gaps with and without calls");
 }
+
+#[test]
+fn replay_jumps_count_seconds_from_now_and_a_call_id_selects_its_rollout_and_call() {
+    let mut app = demo();
+    app.start_replay();
+    let time = |app: &App| app.replay.as_ref().unwrap().replay.time().unwrap();
+    let position = |app: &App| app.replay.as_ref().unwrap().replay.position();
+    command(&mut app, "8");
+    assert_eq!(position(&app), 8);
+    let here = time(&app);
+    // `:+N` is from where the clock is, not from the start.
+    command(&mut app, "+2");
+    assert!(
+        time(&app) >= here && time(&app) <= here + 2.0,
+        "{here} → {}",
+        time(&app)
+    );
+    assert!(position(&app) >= 8);
+    let ahead = time(&app);
+    // `:-N` goes back N seconds (it was read as a call id).
+    command(&mut app, "-2");
+    assert_eq!(app.message, None, "{:?}", app.message);
+    // (the clock lands on the last call at or before that moment)
+    assert!(time(&app) <= ahead - 2.0, "{ahead} → {}", time(&app));
+    assert!(position(&app) < 8 + 3);
+    // `:@N` is the absolute form: N seconds after the first call.
+    command(&mut app, "@0");
+    assert_eq!(position(&app), 1);
+    // A call id moves the clock there and selects the call's rollout and the call.
+    let call = "demo-mismatch-c003";
+    command(&mut app, call);
+    assert_eq!(app.message, None, "{:?}", app.message);
+    let selected = app.list.selected_rollout().unwrap();
+    assert_eq!(app.rollouts[selected].rollout_id(), "demo-mismatch");
+    let record = app
+        .selected_record()
+        .expect("the call is selected in the tree");
+    assert_eq!(
+        app.shown().unwrap().capture.records[record].model_call_id,
+        call
+    );
+    assert_eq!(app.focus, tokscope::app::Pane::Tree);
+    // The status bar shows replay's keys while replaying.
+    let status = screen(&app).lines().last().unwrap().to_owned();
+    for hint in [
+        "Space play/pause",
+        ", . step",
+        "1/2/3 1×/10×/100×",
+        "R live",
+    ] {
+        assert!(status.contains(hint), "{status}");
+    }
+    // The prompt says what the jumps count in.
+    keys(&mut app, ":");
+    let shown = screen(&app);
+    assert!(shown.contains(":+s/:-s seconds from now"), "{shown}");
+    key(&mut app, KeyCode::Esc);
+}
+
+#[test]
+fn the_inspector_says_what_the_build_did_with_a_record_in_words() {
+    use tokscope_core::rebuild::RecordFate;
+    for store in [
+        "assets/demo-store",
+        "tests/fixtures/conformance/store-1-0",
+        "tests/fixtures/conformance/store-1-1",
+    ] {
+        let mut app = app(store);
+        let analyses = tokscope_core::load::analyze_all(
+            &tokscope_core::load::locate(&[PathBuf::from(store)], &[]).unwrap(),
+            &VerdictOptions::default(),
+        );
+        let found: Vec<(String, String)> = analyses
+            .iter()
+            .filter_map(|a| {
+                let build = a.build.as_ref()?;
+                let index = build
+                    .fates
+                    .iter()
+                    .position(|f| !matches!(f, RecordFate::Placed(_)))?;
+                Some((
+                    a.rollout_id().to_owned(),
+                    a.capture.records[index].model_call_id.clone(),
+                ))
+            })
+            .collect();
+        assert!(!found.is_empty() || store == "assets/demo-store", "{store}");
+        for (rollout, call) in found {
+            // Set-aside records come after the placed calls in the tree: the last row.
+            command(&mut app, &format!("rollout {rollout}"));
+            app.focus = tokscope::app::Pane::Tree;
+            key(&mut app, KeyCode::Char('G'));
+            let text = tokscope::ui::inspector_text(&app);
+            assert!(
+                text.contains("build decision: set aside: "),
+                "{rollout} {call}: {text}"
+            );
+            for name in ["DeltaBroken", "Duplicate(", "Conflict(", "EmptyGeneration"] {
+                assert!(!text.contains(name), "{name} on screen: {text}");
+            }
+        }
+    }
+}
