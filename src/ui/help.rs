@@ -59,16 +59,52 @@ fn sections(app: &App) -> Vec<Section> {
     all
 }
 
+/// `text` in lines of at most `width` characters, broken between words (a word longer than
+/// the width is cut into pieces): nothing of a description is lost.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let word: String = word.into_iter().collect();
+        let needed = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if needed > width && !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn lines(sections: &[Section], width: usize, theme: Theme) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     for (name, entries) in sections {
         lines.push(Line::from(Span::styled(*name, theme.heading())));
         for (keys, help) in entries {
-            let text = super::clip(help, width.saturating_sub(KEYS + 2));
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {keys:<KEYS$}", keys = keys), theme.good()),
-                Span::raw(text),
-            ]));
+            // Long descriptions wrap under themselves, never cut.
+            for (i, text) in wrap(help, width.saturating_sub(KEYS + 3))
+                .into_iter()
+                .enumerate()
+            {
+                let keys = if i == 0 { keys.as_str() } else { "" };
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {keys:<KEYS$} "), theme.good()),
+                    Span::raw(text),
+                ]));
+            }
         }
     }
     lines
@@ -82,10 +118,18 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) -> (usize, usize)
     let all = sections(app);
     // Two columns when each can be wide enough, split where the sections balance.
     let columns: Vec<Vec<Line<'static>>> = if inner_width >= 2 * COLUMN {
-        let split = 2;
+        // The section boundary that makes the taller column shortest.
+        let half = inner_width / 2;
+        let split = (1..all.len())
+            .min_by_key(|&at| {
+                let left = lines(&all[..at], half, theme).len();
+                let right = lines(&all[at..], half, theme).len();
+                (left.max(right), at)
+            })
+            .unwrap_or(1);
         vec![
-            lines(&all[..split], inner_width / 2, theme),
-            lines(&all[split..], inner_width / 2, theme),
+            lines(&all[..split], half, theme),
+            lines(&all[split..], half, theme),
         ]
     } else {
         vec![lines(&all, inner_width, theme)]
@@ -116,4 +160,22 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) -> (usize, usize)
         frame.render_widget(Paragraph::new(shown), rect);
     }
     (longest, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn descriptions_wrap_between_words_and_lose_nothing() {
+        let text = "list: open · tree: divergence · gaps, graph: go to the call";
+        let lines = wrap(text, 20);
+        assert!(lines.iter().all(|l| l.chars().count() <= 20), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+        assert_eq!(
+            wrap("abcdefghijklmnopqrstuvwxyz", 10).concat(),
+            "abcdefghijklmnopqrstuvwxyz"
+        );
+        assert_eq!(wrap("", 10), [""]);
+    }
 }

@@ -606,3 +606,24 @@ fn replay_does_not_call_rollouts_not_started_yet_cleared() {
     let header = screen.lines().next().unwrap_or_default();
     assert!(!header.contains("cleared"), "{header}");
 }
+
+#[test]
+fn the_help_cuts_no_description_at_120_columns_and_wider() {
+    for (width, height) in [(120, 40), (160, 45), (200, 50), (80, 24)] {
+        let mut app = app("store-1-0", (width, height));
+        key(&mut app, KeyCode::Char('?'));
+        // Every page of it (j scrolls), with no description cut.
+        let mut seen = String::new();
+        for _ in 0..40 {
+            let shown = screen(&app);
+            seen.push_str(&shown);
+            key(&mut app, KeyCode::PageDown);
+        }
+        if width >= 120 {
+            assert!(!seen.contains('…'), "{width}x{height}: {seen}");
+        }
+        for words in ["go to the call", "mask_incomplete_when_attributed", ":@s"] {
+            assert!(seen.contains(words), "{width}x{height}: {words} missing");
+        }
+    }
+}
