@@ -188,13 +188,21 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             4,
             format!(
                 "{} captured, {} delivered",
-                count(t.tokens_captured, "token", "tokens"),
+                count(t.tokens_captured, "generated token", "generated tokens"),
                 thousands(t.tokens_delivered)
             ),
             Style::default(),
         )
         .or_text(
-            count(t.tokens_captured, "token", "tokens"),
+            format!(
+                "{} generated, {} delivered",
+                thousands(t.tokens_captured),
+                thousands(t.tokens_delivered)
+            ),
+            Style::default(),
+        )
+        .or_text(
+            format!("{} generated", thousands(t.tokens_captured)),
             Style::default(),
         ),
     );

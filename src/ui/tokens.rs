@@ -71,7 +71,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         view.tokens.chain.map_or(0, |c| c + 1),
         build.chains.len(),
         tokscope_core::text::count(chain.links.len(), "call", "calls"),
-        tokscope_core::text::count(total, "token", "tokens")
+        // The chain's whole sequence (prompts, environment and generations), not the
+        // generated tokens the header counts.
+        tokscope_core::text::count(total, "token in the chain", "tokens in the chain")
     );
     let block = pane_block(super::fit_title(&title, area), focused, theme);
     let call = |node: usize| short_call(&records[build.record_of(node)].model_call_id, rid);
