@@ -129,7 +129,33 @@ fn row(analysis: &Analysis) -> [String; 7] {
     } else {
         analysis.capture.records.len().to_string()
     };
-    let verdict = analysis.verdict.words(analysis.mask_sample).to_owned();
+    // The explorer's words for a live rollout: waiting on calls in flight, at risk for a
+    // reason no write can cure (that reason shown), else pending.
+    let standing = analysis.standing();
+    let verdict = match standing {
+        Standing::Waiting => "waiting".to_owned(),
+        Standing::AtRisk => "at risk".to_owned(),
+        _ => analysis.verdict.words(analysis.mask_sample).to_owned(),
+    };
+    let reason = match standing {
+        Standing::Waiting => {
+            let calls: Vec<String> = analysis
+                .capture
+                .open_intents()
+                .into_iter()
+                .map(|c| sanitize(c).into_owned())
+                .collect();
+            format!("waiting on {}", calls.join(", "))
+        }
+        Standing::AtRisk => analysis
+            .reasons
+            .iter()
+            .find(|r| !r.curable_while_live())
+            .map_or(String::new(), |r| sanitize(&r.to_string()).into_owned()),
+        _ => analysis
+            .first_reason()
+            .map_or(String::new(), |r| sanitize(&r.to_string()).into_owned()),
+    };
     [
         sanitize(analysis.rollout_id()).into_owned(),
         analysis.lifecycle.name().to_owned(),
@@ -139,8 +165,6 @@ fn row(analysis: &Analysis) -> [String; 7] {
             format!("{:.1}%", b.notes.delivered_fraction * 100.0)
         }),
         verdict,
-        analysis
-            .first_reason()
-            .map_or(String::new(), |r| sanitize(&r.to_string()).into_owned()),
+        reason,
     ]
 }

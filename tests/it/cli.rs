@@ -38,11 +38,14 @@ fn table_lists_every_rollout_with_verdict_and_reason() {
     assert_eq!(lines.len(), 32, "header, 30 rollouts, summary");
     assert!(lines[31].starts_with("30 rollouts:"));
     let dangling = lines.iter().find(|l| l.starts_with("0-13-a2")).unwrap();
+    // The explorer's words: a call in flight is waited on, not "pending (masked)".
     assert!(
-        dangling.contains("live") && dangling.contains("pending (masked)"),
+        dangling.contains("live") && dangling.contains("waiting  "),
         "{dangling}"
     );
-    assert!(dangling.contains("capture incomplete"), "{dangling}");
+    assert!(dangling.contains("waiting on 0-13-a2-c009-fa8b"), "{dangling}");
+    let at_risk = lines.iter().find(|l| l.starts_with("0-3-a1 ")).unwrap();
+    assert!(at_risk.contains("at risk") && at_risk.contains("2 roots"), "{at_risk}");
     let clean = lines.iter().find(|l| l.starts_with("0-0-a0 ")).unwrap();
     assert!(
         clean.contains("pending (ok)") && clean.contains("100.0%"),
