@@ -99,6 +99,8 @@ pub enum Action {
     Speed10,
     /// Replay: play at 100×.
     Speed100,
+    /// Replay: skip idle gaps while playing (on by default), or not.
+    SkipIdle,
     /// Open the `:` command line (go to a rollout, call, position, chain; replay jumps).
     Command,
     /// Show (and focus) a tab of the bottom-right place.

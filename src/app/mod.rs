@@ -635,6 +635,7 @@ impl App {
             Action::Speed1 => self.replay_play(1.0),
             Action::Speed10 => self.replay_play(10.0),
             Action::Speed100 => self.replay_play(100.0),
+            Action::SkipIdle => self.toggle_skip_idle(),
             Action::Command => self.mode = Mode::Command(String::new()),
             Action::ExportReport | Action::ExportResponse => {
                 if let Some(analysis) = self.shown() {
@@ -755,6 +756,9 @@ impl App {
         let mut changed = self.live.expire(now);
         if let Some(replay) = &mut self.replay {
             let (due, ended) = replay.advance(now);
+            if let Some(seconds) = replay.skipped.take() {
+                self.message = Some(Notice::SkippedIdle(seconds));
+            }
             changed |= ended;
             if let Some(rollouts) = due {
                 self.after_seek(&rollouts);

@@ -18,6 +18,10 @@ pub enum Notice {
     NoDivergence,
     /// No masked or at-risk rollout to group by cause.
     NoCauses,
+    /// Replay's clock jumped over this many idle store seconds to the next write.
+    SkippedIdle(f64),
+    /// Replay skips idle gaps now (or not).
+    SkipIdle(bool),
     /// A filter word that looks like a field test and is not one, and why.
     BadFilter(String),
     /// The what-if was dropped.

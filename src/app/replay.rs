@@ -30,7 +30,14 @@ pub struct ReplayState {
     asked: u64,
     /// The request to send to the replay worker (taken by the event loop).
     request: Option<JudgeRequest>,
+    /// Skip idle gaps while playing: the clock jumps to the next write.
+    pub skip_idle: bool,
+    /// Store seconds the clock last jumped over (for the status line), until taken.
+    pub skipped: Option<f64>,
 }
+
+/// Wall-clock seconds of waiting, at the play speed, past which an idle gap is skipped.
+pub const IDLE_WALL: f64 = 5.0;
 
 /// Rollouts judged again at most in one request to the replay worker (each is read back from
 /// its files): a jump that moves more is judged over several, each rollout once, the ones
@@ -92,12 +99,14 @@ impl ReplayState {
             replay,
             original: None,
             playing: None,
-            speed: 10.0,
+            speed: 1.0,
             anchor: None,
             pending: Vec::new(),
             in_flight: None,
             asked: 0,
             request: None,
+            skip_idle: true,
+            skipped: None,
         }
     }
 
@@ -187,12 +196,22 @@ impl ReplayState {
         let (Some(speed), Some((wall, store))) = (self.playing, self.anchor) else {
             return (None, false);
         };
-        let target = store + now.duration_since(wall).as_secs_f64() * speed;
+        let mut target = store + now.duration_since(wall).as_secs_f64() * speed;
         let next = self
             .replay
             .moments()
             .get(self.replay.position())
             .map(|m| m.time);
+        // An idle gap longer than a few seconds of watching: the clock jumps to the
+        // next write (and says so), instead of showing nothing for minutes.
+        if let Some(next) = next
+            && self.skip_idle
+            && next - target > IDLE_WALL * speed
+        {
+            self.skipped = Some(next - target);
+            self.anchor = Some((now, next));
+            target = next;
+        }
         let changed = next
             .is_some_and(|t| t <= target)
             .then(|| self.replay.seek(self.replay.position_at(target)));
@@ -294,6 +313,16 @@ impl App {
         };
         let rollouts = replay.step(delta);
         self.after_seek(&rollouts);
+    }
+
+    /// Skip idle gaps while playing, or not.
+    pub(super) fn toggle_skip_idle(&mut self) {
+        let Some(replay) = &mut self.replay else {
+            self.message = Some(Notice::ReplayOnly);
+            return;
+        };
+        replay.skip_idle = !replay.skip_idle;
+        self.message = Some(Notice::SkipIdle(replay.skip_idle));
     }
 
     pub(super) fn replay_play(&mut self, speed: f64) {
@@ -469,6 +498,41 @@ mod tests {
 
     fn demo() -> Vec<Analysis> {
         tokscope_testkit::demo_analyses()
+    }
+
+    #[test]
+    fn play_starts_at_1x_and_jumps_over_idle_gaps_saying_so() {
+        let analyses = demo();
+        let make = || {
+            ReplayState::start(
+                &analyses.iter().collect::<Vec<_>>(),
+                VerdictOptions::default(),
+            )
+        };
+        let mut replay = make();
+        assert_eq!(replay.speed, 1.0, "Space plays at 1×");
+        // A call followed by a gap of more than IDLE_WALL seconds.
+        let times: Vec<f64> = replay.replay.moments().iter().map(|m| m.time).collect();
+        let gap = (1..times.len())
+            .find(|&i| times[i] - times[i - 1] > 2.0 * IDLE_WALL)
+            .expect("the demo has idle gaps between rollouts");
+        for skip in [true, false] {
+            let mut replay = make();
+            replay.skip_idle = skip;
+            replay.jump(&JumpTarget::Call(gap), Instant::now());
+            let now = Instant::now();
+            replay.play(1.0, now);
+            let (due, _) = replay.advance(now + std::time::Duration::from_millis(50));
+            if skip {
+                assert!(due.is_some(), "the next call is applied at once");
+                assert_eq!(replay.replay.position(), gap + 1);
+                let skipped = replay.skipped.take().expect("and it says it skipped");
+                assert!(skipped > IDLE_WALL, "{skipped}");
+            } else {
+                assert!(due.is_none() && replay.skipped.is_none());
+                assert_eq!(replay.replay.position(), gap);
+            }
+        }
     }
 
     #[test]

@@ -77,6 +77,7 @@ const AFTER_TABS: &[Binding] = &[
     Binding { keys: &["1"], action: Action::Speed1, scope: KeyScope::Live, help: "replay: play at 1×" },
     Binding { keys: &["2"], action: Action::Speed10, scope: KeyScope::Live, help: "replay: play at 10×" },
     Binding { keys: &["3"], action: Action::Speed100, scope: KeyScope::Live, help: "replay: play at 100×" },
+    Binding { keys: &["I"], action: Action::SkipIdle, scope: KeyScope::Live, help: "replay: skip idle gaps (the clock jumps to the next write) on / off" },
     Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes (replay: :N :+s :-s :@s)" },
 ];
 

@@ -144,6 +144,15 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::SelectACall => SELECT_A_CALL.into(),
         Notice::NoDivergence => NO_DIVERGENCE.into(),
         Notice::NoCauses => NO_CAUSES.into(),
+        Notice::SkippedIdle(seconds) => {
+            format!(
+                "skipped {seconds:.0} s with no write: the clock jumped to the next call (I: don't skip)"
+            )
+        }
+        Notice::SkipIdle(true) => {
+            "replay skips idle gaps (the clock jumps to the next write)".into()
+        }
+        Notice::SkipIdle(false) => "replay plays idle gaps in full".into(),
         Notice::BadFilter(why) => format!("filter: {why}"),
         Notice::WhatIfCleared => WHAT_IF_CLEARED.into(),
         Notice::NoTokenizer => NO_TOKENIZER.into(),

@@ -43,9 +43,15 @@ fn table_lists_every_rollout_with_verdict_and_reason() {
         dangling.contains("live") && dangling.contains("waiting  "),
         "{dangling}"
     );
-    assert!(dangling.contains("waiting on 0-13-a2-c009-fa8b"), "{dangling}");
+    assert!(
+        dangling.contains("waiting on 0-13-a2-c009-fa8b"),
+        "{dangling}"
+    );
     let at_risk = lines.iter().find(|l| l.starts_with("0-3-a1 ")).unwrap();
-    assert!(at_risk.contains("at risk") && at_risk.contains("2 roots"), "{at_risk}");
+    assert!(
+        at_risk.contains("at risk") && at_risk.contains("2 roots"),
+        "{at_risk}"
+    );
     let clean = lines.iter().find(|l| l.starts_with("0-0-a0 ")).unwrap();
     assert!(
         clean.contains("pending (ok)") && clean.contains("100.0%"),

@@ -482,6 +482,12 @@ fn replay_jumps_count_seconds_from_now_and_a_call_id_selects_its_rollout_and_cal
     ] {
         assert!(status.contains(hint), "{status}");
     }
+    // `I` turns skipping idle gaps off and on, and says so.
+    key(&mut app, KeyCode::Char('I'));
+    assert!(!app.replay.as_ref().unwrap().skip_idle);
+    assert!(screen(&app).contains("replay plays idle gaps in full"));
+    key(&mut app, KeyCode::Char('I'));
+    assert!(app.replay.as_ref().unwrap().skip_idle);
     // The prompt says what the jumps count in.
     keys(&mut app, ":");
     let shown = screen(&app);
