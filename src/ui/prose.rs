@@ -198,6 +198,10 @@ fn render(
         if text.is_empty() {
             // A token that decodes to nothing still shows where it is.
             text = "∅".into();
+        } else if kind.0 && text.width() == 0 {
+            // Under the cursor, a token that draws nothing (a variation selector, a combining
+            // mark) sits on a dotted circle, the usual stand-in for a missing base.
+            text.insert(0, '◌');
         }
         for (k, piece) in text.split('\n').enumerate() {
             if k > 0 {
