@@ -50,6 +50,13 @@ use tokscope_core::live::StoreEvent;
 use tokscope_core::store::RolloutLocation;
 use tokscope_core::verdict::{Analysis, Summary, VerdictOptions};
 
+/// The wall clock now, in UNIX seconds.
+fn wall_clock() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// How the token pane shows tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenText {
@@ -289,6 +296,9 @@ pub struct App {
     pub replay: Option<ReplayState>,
     /// The clock of the last tick (drives highlights and replay play).
     pub now: Instant,
+    /// The wall clock of the last tick (UNIX seconds; none before the first): ages of what
+    /// the store's times say.
+    pub wall: Option<f64>,
 }
 
 impl App {
@@ -347,6 +357,7 @@ impl App {
             live: Live::default(),
             replay: None,
             now: Instant::now(),
+            wall: None,
         };
         app.refresh_list();
         app
@@ -753,6 +764,7 @@ impl App {
     /// Advance the clock: replay play, highlight expiry. Whether anything changed.
     fn tick(&mut self, now: Instant) -> bool {
         self.now = now;
+        self.wall = Some(wall_clock());
         let mut changed = self.live.expire(now);
         if let Some(replay) = &mut self.replay {
             let (due, ended) = replay.advance(now);

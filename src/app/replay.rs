@@ -509,7 +509,7 @@ mod tests {
                 VerdictOptions::default(),
             )
         };
-        let mut replay = make();
+        let replay = make();
         assert_eq!(replay.speed, 1.0, "Space plays at 1×");
         // A call followed by a gap of more than IDLE_WALL seconds.
         let times: Vec<f64> = replay.replay.moments().iter().map(|m| m.time).collect();

@@ -119,6 +119,16 @@ pub fn inspector_text(app: &App) -> String {
         .collect()
 }
 
+/// An age for people: `3.1 s`, `4 min`, `2.5 h`, `3 d`.
+pub(crate) fn age(seconds: f64) -> String {
+    match seconds {
+        s if s < 60.0 => format!("{s:.1} s"),
+        s if s < 3600.0 => format!("{:.0} min", s / 60.0),
+        s if s < 86_400.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.0} d", s / 86_400.0),
+    }
+}
+
 /// A `width` × `height` rectangle centered in `area` (an overlay's place).
 pub(crate) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let (width, height) = (width.min(area.width), height.min(area.height));

@@ -539,3 +539,32 @@ fn the_inspector_says_what_the_build_did_with_a_record_in_words() {
         }
     }
 }
+
+#[test]
+fn a_call_in_flight_is_as_old_as_the_time_since_its_rollouts_last_record() {
+    let mut app = fixture();
+    let index = app
+        .rollouts
+        .iter()
+        .position(|s| s.rollout_id() == "0-13-a2")
+        .unwrap();
+    let last = app.rollouts[index].last_write.expect("records with times");
+    // Two hours after the last record (an intent written long ago looks stale).
+    app.wall = Some(last + 7_200.0);
+    command(&mut app, "rollout 0-13-a2");
+    // The list full width (zoomed), so the reason column is whole.
+    app.focus = tokscope::app::Pane::List;
+    key(&mut app, KeyCode::Char('f'));
+    let shown = screen(&app);
+    key(&mut app, KeyCode::Char('f'));
+    let row = shown
+        .lines()
+        .find(|l| l.contains("0-13-a2"))
+        .expect("the rollout is listed");
+    assert!(row.contains("waiting on c009-fa8b (2.0 h)"), "{row}");
+    // The gaps pane says it too (zoomed, so its lines are whole).
+    key(&mut app, KeyCode::Char('p'));
+    key(&mut app, KeyCode::Char('f'));
+    let shown = screen(&app);
+    assert!(shown.contains("(waiting 2.0 h at least)"), "{shown}");
+}

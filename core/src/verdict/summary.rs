@@ -40,6 +40,9 @@ pub struct Summary {
     pub parent_decisions: BTreeMap<String, usize>,
     /// Records by whole second of `created_at` (for the calls-per-second series).
     pub call_seconds: BTreeMap<i64, u32>,
+    /// The latest record's `created_at` (UNIX seconds): a call still in flight was dispatched
+    /// after it, so its age is at least the time since.
+    pub last_write: Option<f64>,
     /// Why it is masked, refined (masked or at risk only).
     pub cause: Option<Cause>,
     /// What its row says of it (reward, agent, task), when rows were given and one names it.
@@ -67,7 +70,12 @@ impl Summary {
         let capture = &analysis.capture;
         let mut call_seconds = BTreeMap::new();
         let mut prefix = (0, 0);
+        let mut last_write: Option<f64> = None;
         for record in &capture.records {
+            if record.created_at.is_finite() {
+                last_write =
+                    Some(last_write.map_or(record.created_at, |t| t.max(record.created_at)));
+            }
             prefix.0 += usize::from(record.prefix_requested);
             prefix.1 += usize::from(record.prefix_supplied);
             if record.created_at.is_finite() {
@@ -119,6 +127,7 @@ impl Summary {
             prefix,
             parent_decisions,
             call_seconds,
+            last_write,
             cause: matches!(analysis.standing(), Standing::Masked | Standing::AtRisk)
                 .then(|| cause_of(analysis))
                 .flatten(),
