@@ -137,9 +137,36 @@ pub fn utc_timestamp(time: std::time::SystemTime) -> String {
     )
 }
 
+/// A record time (`created_at`, UNIX seconds) as UTC, RFC 3339 to the millisecond; `None`
+/// for a time that is no moment (not finite, before 1970, or past the year 9999).
+pub fn utc_of_seconds(seconds: f64) -> Option<String> {
+    (seconds.is_finite() && (0.0..253_402_300_800.0).contains(&seconds))
+        .then(|| utc_timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds)))
+}
+
+/// The time of day of a record time, UTC: `19:57:12Z` (what lines up with a trainer's log).
+pub fn utc_clock_of_seconds(seconds: f64) -> Option<String> {
+    utc_of_seconds(seconds).map(|full| format!("{}Z", &full[11..19]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_times_read_as_utc() {
+        assert_eq!(
+            utc_of_seconds(1_796_155_032.345).as_deref(),
+            Some("2026-12-01T19:57:12.345Z")
+        );
+        assert_eq!(
+            utc_clock_of_seconds(1_796_155_032.345).as_deref(),
+            Some("19:57:12Z")
+        );
+        for no_moment in [f64::NAN, f64::INFINITY, -1.0, 1e300] {
+            assert_eq!(utc_of_seconds(no_moment), None, "{no_moment}");
+        }
+    }
 
     #[test]
     fn clipboards_and_json_carry_no_terminal_control() {

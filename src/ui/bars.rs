@@ -48,8 +48,13 @@ fn mode_badge(app: &App, theme: Theme) -> Option<Part> {
             format!(" ⇢ judging {}", thousands(replay.pending.len()))
         };
         let style = theme.heading().patch(theme.selected());
+        // The store's own time beside the offset, to line up with the trainer's logs.
+        let wall = replay
+            .clock(app.now)
+            .and_then(tokscope_core::text::utc_of_seconds)
+            .map_or(String::new(), |t| format!(" {}", t.replace('T', " ")));
         let long = format!(
-            "⏮ REPLAY call {}/{} +{offset:.1}s {play}{judging} ",
+            "⏮ REPLAY call {}/{} +{offset:.1}s{wall} {play}{judging} ",
             thousands(r.position()),
             thousands(r.len())
         );

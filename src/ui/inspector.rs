@@ -244,7 +244,14 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
     out.push(field("schema_version", r.schema_version, theme));
     out.push(field("rollout_id", &r.rollout_id, theme));
     out.push(field("model", &r.model, theme));
-    out.push(field("created_at", r.created_at, theme));
+    out.push(field(
+        "created_at",
+        match tokscope_core::text::utc_of_seconds(r.created_at) {
+            Some(utc) => format!("{} ({utc})", r.created_at),
+            None => r.created_at.to_string(),
+        },
+        theme,
+    ));
     out.push(field(
         "parent_resolution",
         r.parent_resolution.map_or("null", |p| p.as_str()),

@@ -35,8 +35,16 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         return;
     };
     let records = &analysis.capture.records;
+    let first_at = records
+        .iter()
+        .map(|r| r.created_at)
+        .fold(f64::INFINITY, f64::min);
+    // The calls' `+s` count from the first call, whose wall-clock time the title gives.
+    let since = tokscope_core::text::utc_of_seconds(first_at).map_or(String::new(), |t| {
+        format!(" · +0 = {}", t.replace('T', " "))
+    });
     let title = format!(
-        "{} · {} · {} · {}{}",
+        "{} · {} · {} · {}{}{since}",
         crate::app::Pane::Tree.spec().title,
         tokscope_core::text::count(build.nodes.len(), "call", "calls"),
         tokscope_core::text::count(build.notes.roots, "root", "roots"),
@@ -48,10 +56,6 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         }
     );
     let block = pane_block(super::fit_title(&title, area), focused, theme);
-    let first_at = records
-        .iter()
-        .map(|r| r.created_at)
-        .fold(f64::INFINITY, f64::min);
     let width = inner_width(area);
     let mut lines = Vec::with_capacity(inner_rows(area));
     for row_index in view.tree.visible() {

@@ -440,6 +440,15 @@ fn replay_jumps_count_seconds_from_now_and_a_call_id_selects_its_rollout_and_cal
     command(&mut app, "8");
     assert_eq!(position(&app), 8);
     let here = time(&app);
+    // The header gives the store's wall-clock time (UTC) beside the offset.
+    let header = screen(&app).lines().next().unwrap().to_owned();
+    let utc = tokscope_core::text::utc_of_seconds(here)
+        .unwrap()
+        .replace('T', " ");
+    assert!(
+        header.contains("REPLAY call 8/") && header.contains(&utc),
+        "{header}"
+    );
     // `:+N` is from where the clock is, not from the start.
     command(&mut app, "+2");
     assert!(
