@@ -96,8 +96,14 @@ fn tools_compactions_and_call_states() {
     let (_, analyses) = load();
     let clean = find(&analyses, "0-0-a0");
     let text = graph_text(clean);
+    // With its tool-call id, so a subagent's "spawned by tool call ID" can be matched.
     assert!(
-        text.contains("⚒ tool search (failed 120ms) sandbox sb-0-0-a0"),
+        text.contains("⚒ tool search [call_0-0-a0-c001-0e83] (failed 120ms) sandbox sb-0-0-a0"),
+        "{text}"
+    );
+    // The integration that observed the agent, from the bundle's `source`.
+    assert!(
+        text.contains("▸ agent inv-0-0-a0 (demo_agent, completed)"),
         "{text}"
     );
     assert!(text.contains("(timeout 120ms)"), "{text}");

@@ -595,3 +595,15 @@ fn replay_joins_each_rollout_with_its_row() {
         "the same graph as live"
     );
 }
+
+#[test]
+fn the_graph_names_the_integration_and_a_status_the_row_did_not_give() {
+    let (_, analyses) = load();
+    let text = graph_text(find(&analyses, "3-0"));
+    assert!(
+        text.contains("▸ agent agent:main:main (openclaw, status not recorded)"),
+        "{text}"
+    );
+    assert!(!text.contains("(unknown)"), "{text}");
+    assert!(text.contains("⚒ tool exec [call_x1]"), "{text}");
+}

@@ -62,6 +62,8 @@ pub enum GraphNode {
     Invocation {
         /// `invocation_id`.
         id: String,
+        /// The agent integration that observed it (the bundle's `source`), when said.
+        source: Option<String>,
         /// It has a parent invocation.
         subagent: bool,
         /// Outcome.
@@ -92,6 +94,8 @@ pub enum GraphNode {
     },
     /// A tool call.
     Tool {
+        /// `tool_call_id` (what a subagent's `spawned by tool call` names).
+        id: String,
         /// Tool name (else its id).
         name: String,
         /// Outcome.
@@ -280,6 +284,7 @@ impl Builder<'_> {
             .as_ref()
             .is_some_and(|s| self.tool_cycles.contains(s));
         let node = GraphNode::Tool {
+            id: tool.id.clone(),
             name: tool.name.clone().unwrap_or_else(|| tool.id.clone()),
             status: tool.status.clone(),
             duration_ms: tool.duration_ms,
@@ -312,6 +317,7 @@ impl Builder<'_> {
             let cycle = cycles.contains(&inv.id);
             let node = GraphNode::Invocation {
                 id: inv.id.clone(),
+                source: obs.integration.clone(),
                 subagent: inv.parent.is_some(),
                 status: inv.status.clone(),
                 spawned_by: inv.spawned_by_tool_call.clone(),

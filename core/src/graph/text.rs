@@ -52,6 +52,7 @@ pub fn describe(node: &GraphNode) -> String {
     match node {
         GraphNode::Invocation {
             id,
+            source,
             subagent,
             status,
             spawned_by,
@@ -59,7 +60,15 @@ pub fn describe(node: &GraphNode) -> String {
             cycle,
         } => {
             let kind = if *subagent { "subagent" } else { "agent" };
-            let mut text = format!("▸ {kind} {id} ({status})");
+            // The integration that observed it, and a status the row did not give said so.
+            let status = match status.as_str() {
+                "unknown" => "status not recorded",
+                other => other,
+            };
+            let mut text = match source {
+                Some(source) => format!("▸ {kind} {id} ({source}, {status})"),
+                None => format!("▸ {kind} {id} ({status})"),
+            };
             if let Some(tool) = spawned_by {
                 text.push_str(&format!(" spawned by tool call {tool}"));
             }
@@ -95,13 +104,20 @@ pub fn describe(node: &GraphNode) -> String {
             text
         }
         GraphNode::Tool {
+            id,
             name,
             status,
             duration_ms,
             sandbox,
             cycle,
         } => {
-            let mut text = format!("⚒ tool {name} ({status}{})", ms(*duration_ms));
+            // The call's id, so `spawned by tool call ID` on a subagent can be matched.
+            let named = if name == id {
+                format!("⚒ tool {name}")
+            } else {
+                format!("⚒ tool {name} [{id}]")
+            };
+            let mut text = format!("{named} ({status}{})", ms(*duration_ms));
             if let Some(sandbox) = sandbox {
                 text.push_str(&format!(" sandbox {sandbox}"));
             }

@@ -308,6 +308,7 @@ impl Observations {
             }
         }
         if let Some(b) = part("ng_agent_observations") {
+            reader.obs.integration = text(b, "source");
             for v in list(b, "records") {
                 match v.get("kind").and_then(Value::as_str) {
                     Some("agent_invocation") => reader.invocation(v),

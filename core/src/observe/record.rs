@@ -297,6 +297,8 @@ pub struct Observations {
     pub missing_row: bool,
     /// What the row says of the rollout as a training sample: reward, agent, task.
     pub context: RowContext,
+    /// The agent integration that wrote the observations (the bundle's `source`: `pi`, …).
+    pub integration: Option<String>,
 }
 
 /// What a row says of its rollout as a training sample (top-level fields of the run body
