@@ -25,6 +25,7 @@ pub mod rollout;
 pub mod scroll;
 pub mod search;
 pub mod tree;
+mod viewport;
 pub mod yank;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ pub use pane::{Pane, Tab};
 pub use remember::Remembered;
 pub use replay::{JumpTarget, ReplayState};
 pub use rollout::{RolloutView, TokenView, WhatIf};
+pub use viewport::Viewport;
 
 pub use details::Details;
 use tokscope_core::health::Health;
@@ -120,28 +122,6 @@ pub enum Mode {
         /// The file.
         path: PathBuf,
     },
-}
-
-/// How many rows each pane shows: the screen as the app needs to know it (scrolling and
-/// paging), computed by the drawing side's layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Viewport {
-    /// Terminal width.
-    pub width: u16,
-    /// Terminal height.
-    pub height: u16,
-    /// Rollout rows in the list (below its header).
-    pub list_rows: usize,
-    /// Rows of the chain tree.
-    pub tree_rows: usize,
-    /// Rows of the inspector and the gaps.
-    pub detail_rows: usize,
-    /// Rows of the graph (above the selected record).
-    pub graph_rows: usize,
-    /// Rows of tokens.
-    pub token_rows: usize,
-    /// Tokens per row.
-    pub tokens_per_row: usize,
 }
 
 /// Something that happened.
@@ -616,6 +596,10 @@ impl App {
             Action::ToggleText => {
                 if self.detok.is_some() {
                     self.token_text = self.token_text.next();
+                    let cells = self.token_text == TokenText::Cells;
+                    if let Some(view) = &mut self.view {
+                        view.tokens.set_cells(cells, &self.viewport);
+                    }
                     self.message = Some(Notice::TokenText(self.token_text));
                 } else {
                     self.message = Some(Notice::NoTokenizer);
@@ -736,10 +720,12 @@ impl App {
             self.details.insert(index, std::sync::Arc::new(analysis));
         }
         // Not read yet: the view opens when the watcher's answer arrives.
-        self.view = self
-            .details
-            .get(index)
-            .map(|analysis| RolloutView::open(index, analysis, &self.viewport));
+        let cells = self.token_text == TokenText::Cells;
+        self.view = self.details.get(index).map(|analysis| {
+            let mut view = RolloutView::open(index, analysis, &self.viewport);
+            view.tokens.set_cells(cells, &self.viewport);
+            view
+        });
         if self.view.is_some() && self.dive_pending.take() == Some(index) {
             self.open_cause();
         }

@@ -42,6 +42,8 @@ pub struct TokenView {
     /// Where a marked range starts (`v`); the range runs to the cursor.
     pub mark: Option<usize>,
     per_row: usize,
+    /// Tokens shown as decoded cells (their rows hold fewer, wider cells).
+    cells: bool,
 }
 
 impl TokenView {
@@ -51,6 +53,12 @@ impl TokenView {
             per_row: viewport.tokens_per_row.max(1),
             ..TokenView::default()
         }
+    }
+
+    /// Show tokens as decoded cells (`true`) or ids and text: the tokens a row holds follow.
+    pub(crate) fn set_cells(&mut self, cells: bool, viewport: &Viewport) {
+        self.cells = cells;
+        self.resize(viewport);
     }
 
     /// Tokens per row.
@@ -98,7 +106,12 @@ impl TokenView {
     }
 
     fn resize(&mut self, viewport: &Viewport) {
-        self.per_row = viewport.tokens_per_row.max(1);
+        self.per_row = if self.cells {
+            viewport.text_tokens_per_row
+        } else {
+            viewport.tokens_per_row
+        }
+        .max(1);
         self.rows.set_height(viewport.token_rows);
         self.rows.set_len(self.len().div_ceil(self.per_row));
         self.set_cursor(self.cursor);
@@ -512,6 +525,7 @@ mod tests {
             graph_rows: 7,
             token_rows: 6,
             tokens_per_row: 10,
+            text_tokens_per_row: 10,
         }
     }
 

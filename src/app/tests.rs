@@ -15,6 +15,7 @@ fn viewport() -> Viewport {
         graph_rows: 7,
         token_rows: 6,
         tokens_per_row: 10,
+        text_tokens_per_row: 10,
     }
 }
 

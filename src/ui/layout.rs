@@ -138,6 +138,26 @@ pub(crate) fn tokens_per_row(rect: Rect) -> usize {
     (inner_width(rect) / TOKEN_CELL).max(1)
 }
 
+/// Width of a decoded cell: wide enough for most tokens whole (`<|im_start|>`, ` careful`)
+/// where the pane keeps at least [`TEXT_CELLS_KEPT`] of them a row, else an id's width.
+pub(crate) fn text_cell_width(rect: Rect) -> usize {
+    if inner_width(rect) / TEXT_CELL >= TEXT_CELLS_KEPT {
+        TEXT_CELL
+    } else {
+        TOKEN_CELL
+    }
+}
+
+/// The wide decoded cell (11 characters and a space).
+pub(crate) const TEXT_CELL: usize = 12;
+/// Decoded cells a row must keep for them to be wide.
+const TEXT_CELLS_KEPT: usize = 6;
+
+/// Decoded tokens per row in the token pane.
+pub(crate) fn text_tokens_per_row(rect: Rect) -> usize {
+    (inner_width(rect) / text_cell_width(rect)).max(1)
+}
+
 /// Rows of tokens shown in the token pane (below the cursor line and the legend).
 pub(crate) fn token_rows(rect: Rect) -> usize {
     inner_rows(rect).saturating_sub(2).max(1)
@@ -168,5 +188,6 @@ pub fn viewport_for(size: Rect, zoom: Option<Pane>) -> Viewport {
         graph_rows: graph_rows(areas.detail),
         token_rows: token_rows(areas.tokens),
         tokens_per_row: tokens_per_row(areas.tokens),
+        text_tokens_per_row: text_tokens_per_row(areas.tokens),
     }
 }

@@ -26,9 +26,9 @@ pub(crate) fn visible(piece: &str) -> String {
         .collect()
 }
 
-/// A decoded piece in a fixed-width cell.
-fn text_cell(piece: &str) -> String {
-    let width = TOKEN_CELL - 1;
+/// A decoded piece in a cell `cell` wide (its last column a space).
+fn text_cell(piece: &str, cell: usize) -> String {
+    let width = cell.max(TOKEN_CELL) - 1;
     let shown: String = visible(piece).chars().take(width).collect();
     let pad = width.saturating_sub(shown.chars().count());
     format!("{shown}{} ", " ".repeat(pad))
@@ -146,8 +146,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         frame.render_widget(paragraph.block(block), area);
         return;
     }
-    // The app keeps the cursor's row on screen, with the layout's tokens per row.
+    // The app keeps the cursor's row on screen, with the layout's tokens per row (decoded
+    // cells as wide as the pane allows, the same rule the app's row count follows).
     let per_row = view.tokens.per_row();
+    let cell_width = super::layout::text_cell_width(area);
     let rows = view.tokens.rows.height();
     let start = view.tokens.rows.top() * per_row;
     let visible = provenance
@@ -198,7 +200,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             }
             let text = match (&app.detok, app.token_text) {
                 (Some(detok), TokenText::Cells | TokenText::Prose) => {
-                    text_cell(&detok.piece(*token))
+                    text_cell(&detok.piece(*token), cell_width)
                 }
                 _ => cell(*token),
             };
@@ -211,12 +213,16 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::cell;
+    use super::{cell, text_cell};
 
     #[test]
     fn cells_are_fixed_width() {
         assert_eq!(cell(7), "     7 ");
         assert_eq!(cell(123_456), "123456 ");
         assert_eq!(cell(4_294_967_295), "…67295 ");
+        // Decoded cells as wide as asked (never narrower than an id's), a space last.
+        assert_eq!(text_cell("<|im_start|>", 12), "<|im_start| ");
+        assert_eq!(text_cell(" careful", 12), "·careful    ");
+        assert_eq!(text_cell(" careful", 3), "·caref ");
     }
 }
