@@ -149,9 +149,79 @@ pub fn utc_clock_of_seconds(seconds: f64) -> Option<String> {
     utc_of_seconds(seconds).map(|full| format!("{}Z", &full[11..19]))
 }
 
+/// Which clock the explorer shows times in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Zone {
+    /// UTC (`…Z`), as a training cluster's logs mostly are.
+    #[default]
+    Utc,
+    /// This machine's local time, with its offset (`…+02:00`).
+    Local,
+}
+
+/// The local time's offset from UTC at `unix` seconds, in seconds (`None` where it cannot
+/// be had).
+#[cfg(unix)]
+// `tm_gmtoff` is a C `long`: 32 bits on some targets, so the conversion is not useless there.
+#[allow(clippy::useless_conversion)]
+fn local_offset(unix: i64) -> Option<i64> {
+    use libc::time_t;
+    let time: time_t = unix.try_into().ok()?;
+    // SAFETY: `localtime_r` writes only into `tm`, which lives for the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let done = unsafe { libc::localtime_r(&time, &mut tm) };
+    (!done.is_null()).then_some(i64::from(tm.tm_gmtoff))
+}
+
+#[cfg(not(unix))]
+fn local_offset(_unix: i64) -> Option<i64> {
+    None
+}
+
+/// A record time (UNIX seconds) as a moment people read, in `zone`:
+/// `2026-12-01 19:57:12.345Z` or `2026-12-01 20:57:12.345+01:00`.
+pub fn moment(seconds: f64, zone: Zone) -> Option<String> {
+    let offset = match zone {
+        Zone::Utc => 0,
+        Zone::Local => local_offset(seconds as i64).unwrap_or(0),
+    };
+    let shifted = utc_of_seconds(seconds + offset as f64)?;
+    let text = shifted.replace('T', " ");
+    Some(match (zone, offset) {
+        (Zone::Utc, _) => text,
+        (Zone::Local, offset) => {
+            let sign = if offset < 0 { '-' } else { '+' };
+            let minutes = offset.abs() / 60;
+            format!(
+                "{}{sign}{:02}:{:02}",
+                text.trim_end_matches('Z'),
+                minutes / 60,
+                minutes % 60
+            )
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moments_in_utc_and_local_time() {
+        let t = 1_796_155_032.345;
+        assert_eq!(
+            moment(t, Zone::Utc).as_deref(),
+            Some("2026-12-01 19:57:12.345Z")
+        );
+        let local = moment(t, Zone::Local).unwrap();
+        // The same moment with the machine's offset: `±HH:MM` at the end.
+        let (_, offset) = local.split_at(local.len() - 6);
+        assert!(
+            offset.starts_with(['+', '-']) && &offset[3..4] == ":",
+            "{local}"
+        );
+        assert_eq!(moment(f64::NAN, Zone::Local), None);
+    }
 
     #[test]
     fn record_times_read_as_utc() {

@@ -101,6 +101,8 @@ pub enum Action {
     Speed100,
     /// Replay: skip idle gaps while playing (on by default), or not.
     SkipIdle,
+    /// Show times in UTC or in local time.
+    ToggleZone,
     /// Open the `:` command line (go to a rollout, call, position, chain; replay jumps).
     Command,
     /// Show (and focus) a tab of the bottom-right place.

@@ -279,6 +279,8 @@ pub struct App {
     /// The wall clock of the last tick (UNIX seconds; none before the first): ages of what
     /// the store's times say.
     pub wall: Option<f64>,
+    /// The clock times are shown in (`Z` toggles UTC and local time).
+    pub zone: tokscope_core::text::Zone,
 }
 
 impl App {
@@ -338,6 +340,7 @@ impl App {
             replay: None,
             now: Instant::now(),
             wall: None,
+            zone: tokscope_core::text::Zone::Utc,
         };
         app.refresh_list();
         app
@@ -389,6 +392,9 @@ impl App {
     ) -> App {
         self.detok = Some(detok);
         self.token_text = TokenText::Cells;
+        if let Some(view) = &mut self.view {
+            view.tokens.set_cells(true, &self.viewport);
+        }
         self
     }
 
@@ -631,6 +637,14 @@ impl App {
             Action::Speed10 => self.replay_play(10.0),
             Action::Speed100 => self.replay_play(100.0),
             Action::SkipIdle => self.toggle_skip_idle(),
+            Action::ToggleZone => {
+                use tokscope_core::text::Zone;
+                self.zone = match self.zone {
+                    Zone::Utc => Zone::Local,
+                    Zone::Local => Zone::Utc,
+                };
+                self.message = Some(Notice::Zone(self.zone));
+            }
             Action::Command => self.mode = Mode::Command(String::new()),
             Action::ExportReport | Action::ExportResponse => {
                 if let Some(analysis) = self.shown() {

@@ -22,6 +22,8 @@ pub enum Notice {
     SkippedIdle(f64),
     /// Replay skips idle gaps now (or not).
     SkipIdle(bool),
+    /// Times are shown in this clock now.
+    Zone(tokscope_core::text::Zone),
     /// A filter word that looks like a field test and is not one, and why.
     BadFilter(String),
     /// The what-if was dropped.

@@ -66,6 +66,11 @@ impl TokenView {
         self.per_row
     }
 
+    /// Tokens a row of the pane holds now (ids, or the wider decoded cells).
+    pub fn per_row_shown(&self) -> usize {
+        self.per_row
+    }
+
     /// Number of tokens shown.
     pub fn len(&self) -> usize {
         self.provenance.as_ref().map_or(0, |p| p.tokens.len())

@@ -51,8 +51,8 @@ fn mode_badge(app: &App, theme: Theme) -> Option<Part> {
         // The store's own time beside the offset, to line up with the trainer's logs.
         let wall = replay
             .clock(app.now)
-            .and_then(tokscope_core::text::utc_of_seconds)
-            .map_or(String::new(), |t| format!(" {}", t.replace('T', " ")));
+            .and_then(|t| tokscope_core::text::moment(t, app.zone))
+            .map_or(String::new(), |t| format!(" {t}"));
         let long = format!(
             "⏮ REPLAY call {}/{} +{offset:.1}s{wall} {play}{judging} ",
             thousands(r.position()),

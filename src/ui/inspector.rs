@@ -113,7 +113,7 @@ pub(crate) fn lines(app: &App, theme: Theme) -> Vec<Line<'static>> {
     }
     out.push(Line::from(""));
     if let Some(record) = app.selected_record() {
-        record_lines(analysis, record, theme, &mut out);
+        record_lines(analysis, record, app.zone, theme, &mut out);
         out.push(Line::from(""));
     }
     detail_lines(analysis, theme, &mut out);
@@ -195,7 +195,13 @@ fn divergence_lines(
     out.push(Line::from(""));
 }
 
-fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<Line<'static>>) {
+fn record_lines(
+    analysis: &Analysis,
+    index: usize,
+    zone: tokscope_core::text::Zone,
+    theme: Theme,
+    out: &mut Vec<Line<'static>>,
+) {
     let r = &analysis.capture.records[index];
     let at = analysis.capture.record_lines[index];
     out.push(Line::from(Span::styled(
@@ -246,8 +252,8 @@ fn record_lines(analysis: &Analysis, index: usize, theme: Theme, out: &mut Vec<L
     out.push(field("model", &r.model, theme));
     out.push(field(
         "created_at",
-        match tokscope_core::text::utc_of_seconds(r.created_at) {
-            Some(utc) => format!("{} ({utc})", r.created_at),
+        match tokscope_core::text::moment(r.created_at, zone) {
+            Some(moment) => format!("{} ({moment})", r.created_at),
             None => r.created_at.to_string(),
         },
         theme,

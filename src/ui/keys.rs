@@ -29,6 +29,7 @@ const FIRST: &[Binding] = &[
     Binding { keys: &["q", "Ctrl-C"], action: Action::Quit, scope: KeyScope::Global, help: "quit" },
     Binding { keys: &["?"], action: Action::Help, scope: KeyScope::Global, help: "show / hide this help" },
     Binding { keys: &["Esc"], action: Action::Dismiss, scope: KeyScope::Global, help: "close help · clear the message and the divergence" },
+    Binding { keys: &["Z"], action: Action::ToggleZone, scope: KeyScope::Global, help: "times in UTC / local time" },
     Binding { keys: &["C"], action: Action::Causes, scope: KeyScope::Global, help: "causes: masked rollouts grouped by cause" },
     Binding { keys: &["Tab"], action: Action::NextPane, scope: KeyScope::Global, help: "next pane" },
     Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: KeyScope::Global, help: "previous pane" },

@@ -153,6 +153,10 @@ pub(crate) fn notice(notice: &Notice) -> String {
             "replay skips idle gaps (the clock jumps to the next write)".into()
         }
         Notice::SkipIdle(false) => "replay plays idle gaps in full".into(),
+        Notice::Zone(tokscope_core::text::Zone::Utc) => "times in UTC".into(),
+        Notice::Zone(tokscope_core::text::Zone::Local) => {
+            "times in this machine's local time (Z: UTC)".into()
+        }
         Notice::BadFilter(why) => format!("filter: {why}"),
         Notice::WhatIfCleared => WHAT_IF_CLEARED.into(),
         Notice::NoTokenizer => NO_TOKENIZER.into(),

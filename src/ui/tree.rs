@@ -40,9 +40,8 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         .map(|r| r.created_at)
         .fold(f64::INFINITY, f64::min);
     // The calls' `+s` count from the first call, whose wall-clock time the title gives.
-    let since = tokscope_core::text::utc_of_seconds(first_at).map_or(String::new(), |t| {
-        format!(" · +0 = {}", t.replace('T', " "))
-    });
+    let since = tokscope_core::text::moment(first_at, app.zone)
+        .map_or(String::new(), |t| format!(" · +0 = {t}"));
     let title = format!(
         "{} · {} · {} · {}{}{since}",
         crate::app::Pane::Tree.spec().title,

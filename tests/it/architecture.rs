@@ -548,6 +548,9 @@ fn is_binary_source(path: &Path) -> bool {
 /// The libc items used outside Linux-gated code: each of them is in the libc crate's macOS
 /// (apple) module too (checked against libc 0.2.191's sources), so the crates build on macOS.
 const PORTABLE_LIBC: &[&str] = &[
+    "localtime_r",
+    "time_t",
+    "tm",
     "ELOOP",
     "EPERM",
     "FD_CLOEXEC",

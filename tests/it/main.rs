@@ -20,4 +20,5 @@ mod prose;
 mod read_only;
 mod rules;
 mod scale;
+mod second_round;
 mod tui;

@@ -272,24 +272,32 @@ fn the_cursor_on_a_token_that_draws_nothing_is_still_marked() {
                 && unicode_width::UnicodeWidthStr::width(text.as_str()) == 0
         })
         .expect("DeepSeek-V3 gives the marks a token that draws nothing");
-    let store = dir.path().join("store");
-    std::fs::create_dir(&store).unwrap();
-    let mut app = one_call_in_prose(
-        &store,
-        "keycap",
-        prompt,
-        answer,
-        (80, 24),
-        deepseek(dir.path()),
-    );
-    let before = squeezed(&screen(&app));
-    assert!(!before.contains('◌'), "only under the cursor: {before}");
-    keys(&mut app, &format!(":pos {at}"));
-    key(&mut app, KeyCode::Enter);
-    assert_eq!(app.view.as_ref().unwrap().tokens.cursor, at);
-    let shown = squeezed(&screen(&app));
-    assert!(
-        shown.contains('◌'),
-        "the cursor's place is marked:\n{shown}"
-    );
+    for (n, size) in [(80, 24), (120, 40), (160, 45), (200, 50)]
+        .into_iter()
+        .enumerate()
+    {
+        let store = dir.path().join(format!("store-{n}"));
+        std::fs::create_dir(&store).unwrap();
+        let mut app = one_call_in_prose(
+            &store,
+            "keycap",
+            prompt.clone(),
+            answer.clone(),
+            size,
+            deepseek(dir.path()),
+        );
+        let before = squeezed(&screen(&app));
+        assert!(
+            !before.contains('◌'),
+            "{size:?}: only under the cursor: {before}"
+        );
+        keys(&mut app, &format!(":pos {at}"));
+        key(&mut app, KeyCode::Enter);
+        assert_eq!(app.view.as_ref().unwrap().tokens.cursor, at);
+        let shown = squeezed(&screen(&app));
+        assert!(
+            shown.contains('◌'),
+            "{size:?}: the cursor's place is marked:\n{shown}"
+        );
+    }
 }
