@@ -72,6 +72,31 @@ fn replay_jumps_times_and_keys_at_every_size() {
         if size.0 >= 120 {
             assert!(status.contains(", . step"), "{size:?}: {status}");
         }
+        // Space plays at 1×; an idle gap is skipped, and the status line says so.
+        let times: Vec<f64> = {
+            let replay = &app.replay.as_ref().unwrap().replay;
+            replay.moments().iter().map(|m| m.time).collect()
+        };
+        let gap = (1..times.len())
+            .find(|&i| times[i] - times[i - 1] > 10.0)
+            .expect("the demo has idle gaps between rollouts");
+        command(&mut app, &gap.to_string());
+        key(&mut app, KeyCode::Char(' '));
+        assert_eq!(app.replay.as_ref().unwrap().playing, Some(1.0), "{size:?}");
+        app.update(Message::Tick(
+            std::time::Instant::now() + std::time::Duration::from_millis(50),
+        ));
+        assert!(
+            matches!(app.message, Some(tokscope::app::Notice::SkippedIdle(_))),
+            "{size:?}: {:?}",
+            app.message
+        );
+        assert!(
+            screen(&app).lines().last().unwrap().contains("skipped"),
+            "{size:?}"
+        );
+        key(&mut app, KeyCode::Char(' '));
+        command(&mut app, "demo-mismatch-c003");
         // The header gives the store's time, UTC, then local with `Z`.
         if size.0 >= 120 {
             let time = replay(&app);
