@@ -148,9 +148,7 @@ fn row(analysis: &Analysis) -> [String; 7] {
             format!("waiting on {}", calls.join(", "))
         }
         Standing::AtRisk => analysis
-            .reasons
-            .iter()
-            .find(|r| !r.curable_while_live())
+            .leading_reason()
             .map_or(String::new(), |r| sanitize(&r.to_string()).into_owned()),
         _ => analysis
             .first_reason()

@@ -108,6 +108,26 @@ impl Live {
 
 /// Changes from the watcher as the app takes them in.
 impl App {
+    /// How long rollout `index` has waited at least on its call `call` (on its oldest call in
+    /// flight, without one), in seconds: since its last record — the call was dispatched
+    /// after it, so a stale intent looks stale — or since tokscope saw the call, whichever is
+    /// longer.
+    pub fn in_flight_age(&self, index: usize, call: Option<&str>) -> Option<f64> {
+        let since = self.live.in_flight_since.get(&index);
+        let seen = match call {
+            Some(call) => since.and_then(|calls| calls.get(call)),
+            None => since.and_then(|calls| calls.values().min()),
+        }
+        .map(|at| self.now.saturating_duration_since(*at).as_secs_f64());
+        let since_write = self
+            .rollouts
+            .get(index)
+            .and_then(|s| s.last_write)
+            .zip(self.wall)
+            .map(|(t, wall)| (wall - t).max(0.0));
+        since_write.into_iter().chain(seen).reduce(f64::max)
+    }
+
     /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
     /// highlight, a replay playing): only then is an idle explorer redrawn.
     pub fn animating(&self) -> bool {

@@ -377,7 +377,6 @@ impl App {
         }
         let id = self.rollouts[index].rollout_id().to_owned();
         self.go_to_rollout(&id);
-        self.open_selected();
         self.select_call(call);
     }
 

@@ -61,13 +61,8 @@ impl TokenView {
         self.resize(viewport);
     }
 
-    /// Tokens per row.
-    pub(crate) fn per_row(&self) -> usize {
-        self.per_row
-    }
-
     /// Tokens a row of the pane holds now (ids, or the wider decoded cells).
-    pub fn per_row_shown(&self) -> usize {
+    pub fn per_row(&self) -> usize {
         self.per_row
     }
 

@@ -9,24 +9,12 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, CauseRow};
-use tokscope_core::causes::Group;
 use tokscope_core::causes::render::example_line;
 use tokscope_core::text::sanitize;
 
 /// Width of the agents column (narrower below 120 columns, where the title needs it).
 fn agents_width(width: usize) -> usize {
     if width >= 120 { 18 } else { 12 }
-}
-
-/// The agents of a group, the most frequent first: `swe_agent 3, math 1`.
-fn agents(group: &Group) -> String {
-    let mut agents: Vec<(&String, &usize)> = group.agents.iter().collect();
-    agents.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    let text: Vec<String> = agents.iter().map(|(a, n)| format!("{a} {n}")).collect();
-    match text.is_empty() {
-        true => "-".into(),
-        false => sanitize(&text.join(", ")).into_owned(),
-    }
 }
 
 /// Draw the overlay centered on the screen.
@@ -82,11 +70,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                     continue;
                 };
                 let reward = group.reward();
-                let share = if masked == 0 {
-                    0.0
-                } else {
-                    group.len() as f64 * 100.0 / masked as f64
-                };
+                let share = tokscope_core::causes::render::share(group.len(), masked) * 100.0;
                 if rows_given {
                     format!(
                         "{:>6} {:>5.1}% {:>5} {:>5} {:<agents_w$} {}",
@@ -94,7 +78,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                         share,
                         reward.masked_with_reward,
                         reward.mean.map_or("-".into(), |m| format!("{m:.2}")),
-                        clip(&agents(group), agents_w),
+                        clip(&group.agents_line().unwrap_or_else(|| "-".into()), agents_w),
                         sanitize(&group.title)
                     )
                 } else {
@@ -155,12 +139,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
             sanitize(&group.title).into_owned(),
             theme.problem(),
         )));
-        let signature: Vec<String> = group
-            .signature
-            .iter()
-            .map(|(k, v)| format!("{k}={}", sanitize(v)))
-            .collect();
-        detail.push(Line::from(Span::styled(signature.join(" "), theme.dim())));
+        detail.push(Line::from(Span::styled(
+            tokscope_core::verdict::cause::signature_line(&group.signature),
+            theme.dim(),
+        )));
         if let Some(((id, _), cause)) = group.example() {
             detail.push(Line::from(format!("e.g. {}", example_line(id, cause))));
         }

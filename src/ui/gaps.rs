@@ -83,28 +83,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             let gap = &view.gaps[index];
             let call = clip(&short(&gap.call), call_width);
             let age = match (gap.kind(), &gap.call) {
-                (GapKind::InFlight, Some(call)) => {
-                    // At least since the rollout's last record (it was dispatched after),
-                    // or since tokscope saw it.
-                    let seen = app
-                        .live
-                        .in_flight_since
-                        .get(&view.index)
-                        .and_then(|calls| calls.get(call))
-                        .map(|since| app.now.duration_since(*since).as_secs_f64());
-                    let since_write = app
-                        .rollouts
-                        .get(view.index)
-                        .and_then(|s| s.last_write)
-                        .zip(app.wall)
-                        .map(|(t, wall)| (wall - t).max(0.0));
-                    since_write
-                        .into_iter()
-                        .chain(seen)
-                        .reduce(f64::max)
-                        .map(|age| format!(" (waiting {} at least)", super::age(age)))
-                        .unwrap_or_default()
-                }
+                (GapKind::InFlight, Some(call)) => app
+                    .in_flight_age(view.index, Some(call))
+                    .map(|age| format!(" (waiting {} at least)", super::age(age)))
+                    .unwrap_or_default(),
                 _ => String::new(),
             };
             let text = clip(

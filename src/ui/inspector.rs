@@ -454,12 +454,7 @@ fn sample_lines(summary: &Summary, theme: Theme, out: &mut Vec<Line<'static>>) {
     }
     if let Some(cause) = &summary.cause {
         out.push(field("cause", cause.title(), theme));
-        let signature: Vec<String> = cause
-            .signature()
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        out.push(field("  signature", signature.join(" "), theme));
+        out.push(field("  signature", cause.signature_line(), theme));
         if cause.call.is_some() {
             out.push(field(
                 "  where",

@@ -197,27 +197,14 @@ impl Columns {
 }
 
 /// "waiting on c002 (3.1 s)": the calls a live rollout waits for, and for how long at
-/// least: since the rollout's last record, or since tokscope saw the call, whichever is
-/// longer.
+/// least ([`App::in_flight_age`]).
 fn waiting_for(app: &App, index: usize, a: &Summary) -> String {
     let calls: Vec<String> = a
         .open_intents
         .iter()
         .map(|call| super::short_call(call, a.rollout_id()).into_owned())
         .collect();
-    // Dispatched after the rollout's last record: at least that old (a stale intent looks
-    // stale), else since tokscope saw it.
-    let seen = app
-        .live
-        .in_flight_since
-        .get(&index)
-        .and_then(|calls| calls.values().min())
-        .map(|at| app.now.saturating_duration_since(*at).as_secs_f64());
-    let since_write = a
-        .last_write
-        .zip(app.wall)
-        .map(|(t, wall)| (wall - t).max(0.0));
-    match since_write.into_iter().chain(seen).reduce(f64::max) {
+    match app.in_flight_age(index, None) {
         Some(age) => format!(
             "{} {} ({})",
             strings::WAITING_ON,

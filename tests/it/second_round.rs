@@ -201,7 +201,7 @@ fn decoded_cells_follow_the_pane() {
         app.update(Message::Resize(common::viewport(size.0, size.1)));
         command(&mut app, "rollout demo-clean");
         let view = app.view.as_ref().unwrap();
-        let per_row = view.tokens.per_row_shown();
+        let per_row = view.tokens.per_row();
         let wide = app.viewport.text_tokens_per_row < app.viewport.tokens_per_row;
         assert_eq!(
             per_row, app.viewport.text_tokens_per_row,
@@ -212,7 +212,7 @@ fn decoded_cells_follow_the_pane() {
         key(&mut app, KeyCode::Char('T'));
         key(&mut app, KeyCode::Char('T'));
         assert_eq!(
-            app.view.as_ref().unwrap().tokens.per_row_shown(),
+            app.view.as_ref().unwrap().tokens.per_row(),
             app.viewport.tokens_per_row,
             "{size:?}: ids"
         );

@@ -80,6 +80,18 @@ impl Group {
         }
     }
 
+    /// Its agents, the most frequent first: `swe_agent 3, math_agent 1` (sanitized; `None`:
+    /// no row named one).
+    pub fn agents_line(&self) -> Option<String> {
+        let mut agents: Vec<(&String, &usize)> = self.agents.iter().collect();
+        agents.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let parts: Vec<String> = agents
+            .iter()
+            .map(|(name, n)| format!("{} {n}", crate::text::sanitize(name)))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// The example: the first rollout and its cause.
     pub fn example(&self) -> Option<(&Member, &Cause)> {
         self.members.iter().next().map(|(m, f)| (m, &f.cause))

@@ -29,7 +29,8 @@ pub const NO_ROWS: &str = "no rows give reward, agent or task: pass --rollouts P
      rollout collection's results) to weigh the causes by reward and agent and to find the \
      tasks masking thins";
 
-fn share(part: usize, whole: usize) -> f64 {
+/// `part / whole`, 0 for nothing of nothing.
+pub fn share(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -64,16 +65,9 @@ pub fn example_line(id: &str, cause: &Cause) -> String {
 }
 
 fn agents_text(group: &Group) -> String {
-    if group.agents.is_empty() {
-        return "agent unknown".into();
-    }
-    let mut agents: Vec<(&String, &usize)> = group.agents.iter().collect();
-    agents.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    agents
-        .iter()
-        .map(|(name, n)| format!("{} {n}", sanitize(name)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    group
+        .agents_line()
+        .unwrap_or_else(|| "agent unknown".into())
 }
 
 fn reward_text(group: &Group) -> String {

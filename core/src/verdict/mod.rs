@@ -378,6 +378,16 @@ impl Analysis {
         self.reasons.first()
     }
 
+    /// The reason that decides: for a live rollout its first incurable one (what puts it at
+    /// risk; its calls in flight may still come), else the most fundamental.
+    pub fn leading_reason(&self) -> Option<&MaskReason> {
+        let incurable = match self.lifecycle {
+            Lifecycle::Live => self.reasons.iter().find(|r| !r.curable_while_live()),
+            _ => None,
+        };
+        incurable.or(self.reasons.first())
+    }
+
     /// What the verdict means now (see [`LiveStatus`]).
     pub fn live_status(&self) -> LiveStatus {
         LiveStatus::of(

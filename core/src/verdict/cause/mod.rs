@@ -299,6 +299,11 @@ impl Cause {
         fields
     }
 
+    /// The signature as one line: `reason=… note=… place=…` (sanitized).
+    pub fn signature_line(&self) -> String {
+        signature_line(&self.signature())
+    }
+
     /// The grouping key: the signature's values, joined with `/`.
     pub fn key(&self) -> String {
         let values: Vec<String> = self.signature().into_iter().map(|(_, v)| v).collect();
@@ -358,18 +363,19 @@ impl Cause {
     }
 }
 
+/// Signature fields as one line: `reason=… note=… place=…` (sanitized: values come from
+/// the store).
+pub fn signature_line(fields: &[(&'static str, String)]) -> String {
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{k}={}", crate::text::sanitize(v)))
+        .collect();
+    parts.join(" ")
+}
+
 /// The cause of `analysis`, if it is masked (or would be, frozen now) for a reason.
 pub fn cause_of(analysis: &Analysis) -> Option<Cause> {
-    // A live rollout is at risk for its first incurable reason (its calls in flight may
-    // still come); a frozen one is masked for its most fundamental.
-    let reason = match analysis.lifecycle {
-        super::Lifecycle::Live => analysis
-            .reasons
-            .iter()
-            .find(|r| !r.curable_while_live())
-            .or(analysis.reasons.first())?,
-        _ => analysis.reasons.first()?,
-    };
+    let reason = analysis.leading_reason()?;
     let records = &analysis.capture.records;
     let observations = analysis.options.observations.as_deref();
     let detokenizer = analysis.options.detokenizer.as_deref();
