@@ -27,3 +27,4 @@ pub mod store;
 pub mod table;
 pub mod text;
 pub mod verdict;
+pub mod work;

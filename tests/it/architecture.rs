@@ -26,6 +26,7 @@ const CORE: Crate = Crate {
     layers: &[
         ("text", 0),
         ("pool", 0), // the worker pool of every parallel pass
+        ("work", 0), // the work counters
         ("store", 1),
         ("detok", 2), // decodes ids (store::TokenValue), reads its file through store::open
         ("rebuild", 2), // chains records of the store

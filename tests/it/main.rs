@@ -12,6 +12,7 @@ mod config;
 mod conformance;
 mod follow;
 mod hostile;
+mod incremental;
 mod layout;
 mod live;
 mod observe;

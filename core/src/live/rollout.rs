@@ -7,7 +7,7 @@ use super::tail::{Change, FileTail};
 use crate::store::RolloutLocation;
 use crate::store::layout::FileKind;
 use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
-use crate::verdict::{Analysis, VerdictOptions, analyze};
+use crate::verdict::{Analysis, VerdictOptions, analyze_continuing};
 
 /// A rollout whose records file changed this recently when the first scan reads it is being
 /// written: it is kept hot (see [`HOT_ROLLOUTS`]).
@@ -26,6 +26,8 @@ pub struct LiveRollout {
     /// The state said frozen (or retired) when last read: no call will be appended, so its
     /// digests are not kept once it is cooled.
     frozen: bool,
+    /// The last analysis, while hot: an append extends its build instead of building again.
+    last: Option<Analysis>,
 }
 
 impl LiveRollout {
@@ -39,6 +41,7 @@ impl LiveRollout {
             cache: LineCache::kept(),
             memo: Default::default(),
             frozen: false,
+            last: None,
             location,
         }
     }
@@ -50,6 +53,7 @@ impl LiveRollout {
             tail.forget();
         }
         self.cache = LineCache::kept();
+        self.last = None;
         if self.frozen {
             self.memo.clear();
         } else {
@@ -216,7 +220,11 @@ impl LiveRollout {
             digest_memo: Some(std::sync::Arc::clone(&self.memo)),
             ..options.clone()
         };
-        analyze(capture, &options)
+        let analysis = analyze_continuing(capture, &options, self.last.take());
+        if self.cache.keeps() {
+            self.last = Some(analysis.clone());
+        }
+        analysis
     }
 
     /// Bytes read from the records file so far.

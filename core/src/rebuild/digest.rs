@@ -40,6 +40,7 @@ pub(crate) fn take_digests_computed() -> usize {
 fn digest_chunks<'a>(count: usize, chunks: impl Iterator<Item = &'a [u64]>) -> String {
     #[cfg(test)]
     COMPUTED.set(COMPUTED.get() + 1);
+    crate::work::count(|work| work.tokens_hashed += count as u64);
     let mut hasher = Sha256::new();
     hasher.update(DOMAIN);
     if count > 0 {
@@ -86,6 +87,8 @@ pub(crate) fn digest_two(a: (&TokenSeq, usize), b: (&TokenSeq, usize)) -> (Strin
     #[cfg(test)]
     COMPUTED.set(COMPUTED.get() + 2);
     let (mut first, mut second) = (Message::new(a.0, a.1), Message::new(b.0, b.1));
+    let hashed = a.1.min(a.0.len()) + b.1.min(b.0.len());
+    crate::work::count(|work| work.tokens_hashed += hashed as u64);
     let (mut x, mut y) = (State::new(), State::new());
     let mut windows = [
         Vec::with_capacity(WINDOW + 128),

@@ -19,13 +19,21 @@ use crate::store::seq::TokenSeq;
 /// even after its lines are dropped and read again (a rollout cooled and warmed). Clear them
 /// when the file is truncated or replaced. Each is also checked against the sequence's
 /// length and the digest its record recorded.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct DigestMemo {
     digests: Mutex<HashMap<String, MemoEntry>>,
     /// Whether a prompt starts with a parent's cumulative sequence, by the token arrays
     /// both are made of (a full-prompt record's link is otherwise a comparison of every
     /// token of its prompt, on every rebuild).
     prefixes: Mutex<HashMap<(ChunkKey, ChunkKey), PrefixEntry>>,
+}
+
+/// Opaque: a cache, whose contents say nothing about the build that used it (two equal
+/// builds print equal whatever each remembered).
+impl std::fmt::Debug for DigestMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestMemo").finish_non_exhaustive()
+    }
 }
 
 /// A digest remembered for a call: its cumulative sequence's length, the digest its record

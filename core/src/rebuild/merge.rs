@@ -18,11 +18,11 @@ use crate::store::{ParentResolution, TokenRecord};
 
 /// Per placed node: whether its recorded digest matches its cumulative sequence (computed on
 /// first need), with the memo that saves recomputing it across builds.
-struct ParentDigests<'a> {
-    consistent: Vec<Option<bool>>,
-    memo: Option<&'a DigestMemo>,
+pub(super) struct ParentDigests<'a> {
+    pub(super) consistent: Vec<Option<bool>>,
+    pub(super) memo: Option<&'a DigestMemo>,
     /// The first negative id the reference would have had to digest (its build fails there).
-    negative: Option<i64>,
+    pub(super) negative: Option<i64>,
 }
 
 /// Note a negative id among the first `n` tokens of `seq` that the reference digests.
@@ -42,6 +42,7 @@ struct Materialized {
 
 /// Run `prefix_merging` over records in file order.
 pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> BuildOutput {
+    crate::work::count(|work| work.full_builds += 1);
     let mut fates: Vec<Option<RecordFate>> = vec![None; records.len()];
     let mut failures: BTreeMap<String, usize> = BTreeMap::new();
     let mut unresolved_parent_calls = Vec::new();
@@ -203,33 +204,12 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
     // Step 6: retry siblings.
     resolve_retries(records, &mut out);
 
-    // Step 7: one chain per leaf.
-    build_chains(&mut out);
-
-    // Step 8: choose the main chain.
-    select_main(records, options.terminal_call_id.as_deref(), &mut out);
-    chain_facts(&mut out);
-
-    // Step 9: notes.
-    let captured: usize = survivors
+    out.notes.generated_tokens_captured = survivors
         .iter()
         .map(|&i| records[i].generation_token_ids.len())
         .sum();
-    let delivered: usize = out.main_chain().map_or(0, |chain| {
-        chain
-            .links
-            .iter()
-            .map(|l| records[out.nodes[l.node].record].generation_token_ids.len())
-            .sum()
-    });
-    out.notes.chains = out.chains.len();
-    out.notes.generated_tokens_captured = captured;
-    out.notes.generated_tokens_delivered = delivered;
-    out.notes.delivered_fraction = if captured > 0 {
-        round4(delivered as f64 / captured as f64)
-    } else {
-        0.0
-    };
+    // Steps 7–9.
+    finish_chains(records, options.terminal_call_id.as_deref(), &mut out);
     out.notes.parent_link_failures = failures;
     out.notes.unresolved_parent_calls = unresolved_parent_calls;
     out.fates = fates
@@ -246,6 +226,39 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
 /// Round like Python's `round(x, 4)` (correctly rounded, ties to even on the exact value).
 pub(crate) fn round4(x: f64) -> f64 {
     format!("{x:.4}").parse().unwrap_or(x)
+}
+
+/// Steps 7–9 over placed calls whose retries are resolved and whose captured tokens are
+/// counted: one chain per leaf, the main chain, the chain facts, the delivered counts.
+pub(super) fn finish_chains(
+    records: &[Arc<TokenRecord>],
+    terminal_call_id: Option<&str>,
+    out: &mut BuildOutput,
+) {
+    out.chains.clear();
+    out.main = None;
+    out.notes.terminal_chain = None;
+    // Step 7: one chain per leaf.
+    build_chains(out);
+    // Step 8: choose the main chain.
+    select_main(records, terminal_call_id, out);
+    chain_facts(out);
+    // Step 9: notes.
+    let delivered: usize = out.main_chain().map_or(0, |chain| {
+        chain
+            .links
+            .iter()
+            .map(|l| records[out.nodes[l.node].record].generation_token_ids.len())
+            .sum()
+    });
+    let captured = out.notes.generated_tokens_captured;
+    out.notes.chains = out.chains.len();
+    out.notes.generated_tokens_delivered = delivered;
+    out.notes.delivered_fraction = if captured > 0 {
+        round4(delivered as f64 / captured as f64)
+    } else {
+        0.0
+    };
 }
 
 /// Step 2: rebuild the full prompt of every kept record; `None` marks a broken delta.
@@ -401,7 +414,7 @@ fn parents_to_digest<'a>(
 }
 
 /// Step 5 for one call: its parent node and the note explaining any deviation.
-fn resolve_parent(
+pub(super) fn resolve_parent(
     record: &TokenRecord,
     prompt: &TokenSeq,
     records: &[Arc<TokenRecord>],
@@ -410,6 +423,7 @@ fn resolve_parent(
     prefix_index: Option<&PrefixIndex>,
     digests: &mut ParentDigests<'_>,
 ) -> (Option<usize>, Option<LinkNote>) {
+    crate::work::count(|work| work.calls_linked += 1);
     match record.parent_resolution {
         Some(ParentResolution::Root) => return (None, None),
         Some(ParentResolution::Unresolved) => return (None, Some(LinkNote::ParentUnresolved)),
@@ -472,7 +486,7 @@ fn resolve_parent(
 /// Keys are (length, polynomial hash of the prefix), so a lookup is one pass over the prompt;
 /// hits are confirmed token by token, so hash collisions cannot link unrelated calls.
 #[derive(Default)]
-struct PrefixIndex {
+pub(super) struct PrefixIndex {
     by_key: HashMap<(usize, u64), Vec<usize>>,
     lengths: std::collections::HashSet<usize>,
 }

@@ -12,15 +12,16 @@ pub use reason::MaskReason;
 pub use standing::{LiveStatus, Standing, Tally};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::rebuild::project::ProjectionError;
 use crate::rebuild::{
-    BuildOptions, BuildOutput, ChainId, LinkNote, RebuiltResponse, prefix_merging,
+    BuildOptions, BuildOutput, ChainId, LinkNote, RebuiltResponse, extend_build, prefix_merging,
     project_main_chain,
 };
-use crate::store::Capture;
+use crate::store::{Capture, TokenRecord};
 
 /// The builder name reported.
 pub(crate) const BUILDER: &str = "prefix_merging";
@@ -143,6 +144,18 @@ pub struct Analysis {
 
 /// Rebuild and judge one rollout.
 pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
+    analyze_continuing(capture, options, None)
+}
+
+/// Rebuild and judge one rollout whose `previous` analysis is known: when its records are
+/// those `previous` built with, followed by appended ones, the build is extended by them
+/// ([`crate::rebuild::extend_build`]) instead of made again (the same result, at the cost of
+/// the appended records alone).
+pub(crate) fn analyze_continuing(
+    capture: Capture,
+    options: &VerdictOptions,
+    previous: Option<Analysis>,
+) -> Analysis {
     let state = &capture.state;
     let lifecycle = if !capture.files_present {
         Lifecycle::Cleared
@@ -224,15 +237,16 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
         .terminal_call_id
         .clone()
         .or_else(|| declared.as_ref().and_then(|d| d.as_ref().ok().cloned()));
-    let build = prefix_merging(
-        records,
-        &BuildOptions {
-            terminal_call_id: terminal_call_id.clone(),
-            // Without one to carry over, a memo for this build alone: the projection then
-            // reuses the link checks' prefix comparisons instead of repeating them.
-            digest_memo: Some(options.digest_memo.clone().unwrap_or_default()),
-        },
-    );
+    let build_options = BuildOptions {
+        terminal_call_id: terminal_call_id.clone(),
+        // Without one to carry over, a memo for this build alone: the projection then
+        // reuses the link checks' prefix comparisons instead of repeating them.
+        digest_memo: Some(options.digest_memo.clone().unwrap_or_default()),
+    };
+    let build = previous
+        .and_then(|previous| build_of_prefix(previous, records))
+        .and_then(|build| extend_build(records, build, &build_options))
+        .unwrap_or_else(|| prefix_merging(records, &build_options));
     let projected = match &build.error {
         Some(error) => Err(ProjectionError(error.clone())),
         None => project_main_chain(&capture.location.id, &options.model, records, &build),
@@ -297,6 +311,16 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
     analysis.reasons = reasons;
     analysis.build = Some(build);
     finish(analysis)
+}
+
+/// The build of `previous` when its records are the first of `records` (the same parsed
+/// records, not only equal ones: the file only grew).
+fn build_of_prefix(previous: Analysis, records: &[Arc<TokenRecord>]) -> Option<BuildOutput> {
+    let before = &previous.capture.records;
+    let same =
+        before.len() <= records.len() && before.iter().zip(records).all(|(a, b)| Arc::ptr_eq(a, b));
+    let build = previous.build?;
+    (same && build.fates.len() == before.len()).then_some(build)
 }
 
 fn finish(mut analysis: Analysis) -> Analysis {

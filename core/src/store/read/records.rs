@@ -141,6 +141,11 @@ impl LineCache {
         };
     }
 
+    /// Whether it keeps its results between reads ([`LineCache::kept`]).
+    pub fn keeps(&self) -> bool {
+        self.keep
+    }
+
     /// Where the next read must start: the first line not known to be complete (every line
     /// before it is parsed and kept).
     pub fn resume(&self) -> usize {
@@ -571,6 +576,7 @@ fn parse_line<'a>(
     if payload.is_empty() {
         return (None, None);
     }
+    crate::work::count(|work| work.records_parsed += 1);
     match TokenRecord::parse_after(payload, earlier) {
         Ok((record, spans)) => (Some(Ok(Arc::new(record))), spans),
         Err(error) => (Some(Err(error)), None),

@@ -1,0 +1,153 @@
+//! Extending a build by the records appended to its input, without building again: what a
+//! live rollout's append costs (its own link check, not its rollout's).
+//!
+//! An appended record whose parent is the leaf of a chain, placed after every call, changes
+//! nothing the build decided before: no earlier record's fate, link, retry group or
+//! quarantine depends on a call that sorts after it and names none of them. Anything else —
+//! a new root, a retry sibling, a record the build orders before others, a repeated call id,
+//! a broken link or delta, an empty generation, a negative id, an earlier record naming the
+//! new one as its parent — is declined, and the caller builds from all the records
+//! ([`super::prefix_merging`]). The result is then the one the full build gives, field for
+//! field (the differential test in `tests/it/incremental.rs` holds it to that).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::memo::{DigestMemo, cumulative_digest};
+use super::merge::{ParentDigests, finish_chains, resolve_parent};
+use super::output::{BuildOptions, BuildOutput, CallNode, RecordFate};
+use crate::store::{ParentResolution, TokenRecord};
+
+/// `previous` (the build of a prefix of `records`) extended by the records after that
+/// prefix, or `None` when one of them needs the full build.
+pub(crate) fn extend_build(
+    records: &[Arc<TokenRecord>],
+    mut previous: BuildOutput,
+    options: &BuildOptions,
+) -> Option<BuildOutput> {
+    let known = previous.fates.len();
+    if previous.error.is_some()
+        || previous.notes.terminal_call_id != options.terminal_call_id
+        || known > records.len()
+    {
+        return None;
+    }
+    let memo = options.digest_memo.as_deref();
+    for index in known..records.len() {
+        place_appended(records, index, &mut previous, memo)?;
+    }
+    if records.len() > known {
+        finish_chains(records, options.terminal_call_id.as_deref(), &mut previous);
+    }
+    previous.memo = options.digest_memo.clone();
+    crate::work::count(|work| work.extended_builds += 1);
+    Some(previous)
+}
+
+/// Place record `index` (every record before it is in `out`) as the child of the leaf it
+/// names, or `None` when the full build is needed.
+fn place_appended(
+    records: &[Arc<TokenRecord>],
+    index: usize,
+    out: &mut BuildOutput,
+    memo: Option<&DigestMemo>,
+) -> Option<()> {
+    let record = &records[index];
+    if record.negative_ids || record.generation_token_ids.is_empty() {
+        return None;
+    }
+    if matches!(
+        record.parent_resolution,
+        Some(ParentResolution::Root | ParentResolution::Unresolved)
+    ) {
+        return None;
+    }
+    let id = record.model_call_id.as_str();
+    let claimed = record.parent_call_id.as_deref()?;
+    // The first record of the claimed id, and no earlier one of this id or naming it.
+    let mut parent_record = None;
+    for (earlier, other) in records[..index].iter().enumerate() {
+        if other.model_call_id == id || other.parent_call_id.as_deref() == Some(id) {
+            return None;
+        }
+        if parent_record.is_none() && other.model_call_id == claimed {
+            parent_record = Some(earlier);
+        }
+    }
+    let RecordFate::Placed(parent) = out.fates[parent_record?] else {
+        return None;
+    };
+    let parent_node = &out.nodes[parent];
+    // A leaf at the end of a chain, in no retry group (its group's kept member would change).
+    if !parent_node.children.is_empty()
+        || parent_node.quarantined
+        || out.retry_group_of[parent].is_some()
+        || out.chain_ending_at[parent].is_none()
+    {
+        return None;
+    }
+    let prompt = if record.prompt_is_delta {
+        parent_node.cumulative.concat(&record.prompt_token_ids)
+    } else {
+        record.prompt_token_ids.clone()
+    };
+    let cumulative = prompt.append_ids(record.generation_token_ids.clone(), false);
+    if record.prompt_is_delta {
+        // As materializing does: the delta's digest must hold, its ids be encodable.
+        if cumulative.first_negative(cumulative.len()).is_some() {
+            return None;
+        }
+        if let Some(expected) = record.digest.as_deref().filter(|d| !d.is_empty())
+            && cumulative_digest(memo, record, &cumulative) != expected
+        {
+            return None;
+        }
+    }
+    // Placed after every call: the build's order is (prompt length, call id).
+    let last = out.nodes.last()?;
+    let last_key = (
+        last.prompt.len(),
+        records[last.record].model_call_id.as_str(),
+    );
+    if (prompt.len(), id) <= last_key {
+        return None;
+    }
+    let node_by_id = HashMap::from([(claimed, parent)]);
+    let mut digests = ParentDigests {
+        consistent: vec![None; out.nodes.len()],
+        memo,
+        negative: None,
+    };
+    let (linked, note) = resolve_parent(
+        record,
+        &prompt,
+        records,
+        &out.nodes,
+        &node_by_id,
+        None,
+        &mut digests,
+    );
+    if linked != Some(parent) || note.is_some() || digests.negative.is_some() {
+        return None;
+    }
+    let node = out.nodes.len();
+    out.nodes[parent].children.push(node);
+    out.nodes.push(CallNode {
+        record: index,
+        prompt,
+        cumulative,
+        parent: Some(parent),
+        children: Vec::new(),
+        quarantined: false,
+        note: None,
+    });
+    out.fates.push(RecordFate::Placed(node));
+    out.retry_group_of.push(None);
+    // The parent's chain now ends here (until the chains are made again, after the last
+    // appended record: a record appended with it may continue it).
+    let chain = out.chain_ending_at[parent].take();
+    out.chain_ending_at.push(chain);
+    out.node_chain.push(chain);
+    out.notes.generated_tokens_captured += record.generation_token_ids.len();
+    Some(())
+}

@@ -1,0 +1,397 @@
+//! The incremental build: an append extends its rollout's build instead of building it
+//! again, and the result is the full build's, field for field.
+//!
+//! - **Differential**: random append sequences of reference-shaped records (the lifecycle's
+//!   intent then record then state; full and delta prompts with their lineage; branches,
+//!   retry siblings, new roots, broken links and deltas, repeats, conflicts, empty
+//!   generations, parents named before they are written, unresolved calls; several lines
+//!   between two reads) are followed by a [`LiveStore`]; after every read its analysis must
+//!   print exactly as a cold read's build of the same files.
+//! - **The work an append costs**: one line parsed, one link checked, one parent hashed —
+//!   a rebuild of the whole rollout per append fails here.
+
+use std::path::Path;
+
+use tokscope_core::live::{LiveStore, StoreEvent};
+use tokscope_core::store::RolloutLocation;
+use tokscope_core::store::read::read_capture;
+use tokscope_core::verdict::{Analysis, VerdictOptions, analyze};
+use tokscope_core::work;
+use tokscope_testkit::{Call, Lineage, Rng, RunWriter};
+
+const ROLLOUT: &str = "inc";
+
+/// What a rollout's calls are known to be, to write the next one.
+struct Written {
+    /// Every call written, in order (repeats included).
+    calls: Vec<Call>,
+    /// Each call id's cumulative sequence.
+    full: std::collections::HashMap<String, Vec<u64>>,
+    /// The call most recent agents continue (the leaf of the conversation).
+    leaf: Option<usize>,
+    /// A parent named before it was written: its call, to write later.
+    promised: Option<Call>,
+    next: usize,
+    time: f64,
+}
+
+impl Written {
+    /// The cumulative sequence call `call` was written with (what its agent saw).
+    fn cumulative(&self, call: usize) -> Vec<u64> {
+        self.full[&self.calls[call].id].clone()
+    }
+
+    /// Note what a new call's cumulative sequence is (the first call of an id keeps it).
+    fn note(&mut self, call: &Call, cumulative: Vec<u64>) {
+        self.full.entry(call.id.clone()).or_insert(cumulative);
+    }
+
+    fn fresh_id(&mut self) -> String {
+        self.next += 1;
+        format!("c{:04}", self.next)
+    }
+}
+
+/// A child of `parent` with `env` new environment tokens, as a full or a delta record.
+fn child_of(written: &mut Written, parent: usize, rng: &mut Rng, delta: bool) -> Call {
+    let id = written.fresh_id();
+    written.time += 1.0;
+    let mut prompt = written.cumulative(parent);
+    let suffix_len = rng.range(1, 12) as usize;
+    let suffix = rng.tokens(suffix_len);
+    prompt.extend_from_slice(&suffix);
+    let generation_len = rng.range(1, 9) as usize;
+    let generation = rng.tokens(generation_len);
+    let parent_id = written.calls[parent].id.clone();
+    let mut call = Call::child(
+        &id,
+        &parent_id,
+        prompt.clone(),
+        generation.clone(),
+        written.time,
+    );
+    let mut cumulative = prompt;
+    cumulative.extend_from_slice(&generation);
+    written.note(&call, cumulative.clone());
+    if delta {
+        call.delta = true;
+        call.prompt = suffix;
+        call.lineage = Lineage::Given(
+            cumulative.len(),
+            tokscope_core::rebuild::digest::digest(&cumulative),
+        );
+    }
+    call
+}
+
+/// One random step of a run: the calls to write (each after its intent).
+fn step(written: &mut Written, rng: &mut Rng) -> Vec<Call> {
+    let leaf = match written.leaf {
+        Some(leaf) => leaf,
+        None => {
+            let id = written.fresh_id();
+            written.time += 1.0;
+            let root = Call::root(&id, rng.tokens(20), rng.tokens(5), written.time);
+            written.note(
+                &root,
+                [root.prompt.clone(), root.generation.clone()].concat(),
+            );
+            written.leaf = Some(written.calls.len());
+            written.calls.push(root.clone());
+            return vec![root];
+        }
+    };
+    let roll = rng.range(0, 100);
+    let mut calls = Vec::new();
+    let mut new_leaf = true;
+    match roll {
+        // The common case: the conversation goes on (a third of the time as deltas).
+        0..=59 => {
+            let delta = rng.range(0, 3) == 0;
+            calls.push(child_of(written, leaf, rng, delta));
+        }
+        // Two or three calls between two reads.
+        60..=66 => {
+            let first = child_of(written, leaf, rng, false);
+            written.calls.push(first.clone());
+            let delta = rng.range(0, 2) == 0;
+            let second = child_of(written, written.calls.len() - 1, rng, delta);
+            written.calls.pop();
+            calls.extend([first, second]);
+        }
+        // A branch off an earlier call.
+        67..=71 => {
+            let at = rng.range(0, written.calls.len() as u64) as usize;
+            calls.push(child_of(written, at, rng, false));
+        }
+        // A retry sibling of the leaf: the same prompt, another generation.
+        72..=76 => {
+            let mut retry = written.calls[leaf].clone();
+            retry.id = written.fresh_id();
+            retry.generation = rng.tokens(4);
+            retry.created_at = written.time + 0.5;
+            let mut full = written.cumulative(leaf);
+            let own = written.calls[leaf].generation.len();
+            full.truncate(full.len() - own);
+            full.extend_from_slice(&retry.generation);
+            if retry.delta {
+                retry.lineage =
+                    Lineage::Given(full.len(), tokscope_core::rebuild::digest::digest(&full));
+            }
+            written.note(&retry, full);
+            new_leaf = rng.range(0, 2) == 0;
+            calls.push(retry);
+        }
+        // A new root (a subagent, a compaction).
+        77..=80 => {
+            let id = written.fresh_id();
+            written.time += 1.0;
+            let root = Call::root(&id, rng.tokens(30), rng.tokens(3), written.time);
+            written.note(
+                &root,
+                [root.prompt.clone(), root.generation.clone()].concat(),
+            );
+            calls.push(root);
+            new_leaf = false;
+        }
+        // A broken link: the prompt does not extend the parent's sequence.
+        81..=84 => {
+            let mut call = child_of(written, leaf, rng, false);
+            let at = rng.range(0, 10) as usize;
+            call.prompt[at] += 1;
+            call.lineage = Lineage::Computed;
+            calls.push(call);
+        }
+        // A repeat of an earlier record, byte for byte.
+        85..=86 => {
+            let at = rng.range(0, written.calls.len() as u64) as usize;
+            calls.push(written.calls[at].clone());
+            new_leaf = false;
+        }
+        // A conflict: an earlier call id with other tokens.
+        87 => {
+            let at = rng.range(0, written.calls.len() as u64) as usize;
+            let mut call = written.calls[at].clone();
+            call.generation.push(7);
+            if call.delta {
+                call.lineage = Lineage::Omitted;
+            }
+            calls.push(call);
+            new_leaf = false;
+        }
+        // No generated tokens.
+        88..=89 => {
+            let mut call = child_of(written, leaf, rng, false);
+            call.generation.clear();
+            calls.push(call);
+        }
+        // A parent named before it is written (its child written first), then written.
+        90..=92 => match written.promised.take() {
+            Some(parent) => {
+                calls.push(parent);
+                new_leaf = false;
+            }
+            None => {
+                let parent = child_of(written, leaf, rng, false);
+                written.calls.push(parent.clone());
+                // As a delta half the time: it cannot be rebuilt until its parent comes.
+                let delta = rng.range(0, 2) == 0;
+                let child = child_of(written, written.calls.len() - 1, rng, delta);
+                written.calls.pop();
+                written.promised = Some(parent);
+                calls.push(child);
+                new_leaf = false;
+            }
+        },
+        // The writer could not resolve the parent.
+        93..=94 => {
+            let mut call = child_of(written, leaf, rng, false);
+            call.resolution = Some("unresolved");
+            call.parent = None;
+            calls.push(call);
+        }
+        // A delta whose digest is wrong.
+        95..=96 => {
+            let mut call = child_of(written, leaf, rng, true);
+            call.lineage = Lineage::Given(3, "0".repeat(64));
+            calls.push(call);
+        }
+        // A full record without lineage.
+        _ => {
+            let mut call = child_of(written, leaf, rng, false);
+            call.lineage = Lineage::Omitted;
+            calls.push(call);
+        }
+    }
+    for call in &calls {
+        written.calls.push(call.clone());
+    }
+    if new_leaf {
+        written.leaf = Some(written.calls.len() - 1);
+    }
+    calls
+}
+
+/// The analysis as it prints, the digest memo left out (a cache).
+fn canonical(mut analysis: Analysis) -> String {
+    analysis.options.digest_memo = None;
+    format!("{analysis:?}")
+}
+
+fn detail(events: Vec<StoreEvent>) -> Option<Analysis> {
+    events.into_iter().find_map(|event| match event {
+        StoreEvent::Detail(analysis) => Some(*analysis),
+        _ => None,
+    })
+}
+
+/// The live analysis after a change must print as a cold read's.
+fn assert_same_as_cold(live: Analysis, options: &VerdictOptions, what: &str) {
+    let cold = analyze(read_capture(&live.capture.location), options);
+    let (live, cold) = (canonical(live), canonical(cold));
+    if live != cold {
+        let at = live
+            .bytes()
+            .zip(cold.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(live.len().min(cold.len()));
+        let around = |text: &str| {
+            let from = text.floor_char_boundary(at.saturating_sub(400));
+            let to = text.ceil_char_boundary((at + 200).min(text.len()));
+            text[from..to].to_owned()
+        };
+        panic!(
+            "{what}: the live analysis differs from a cold read's at byte {at}\n--- live\n{}\n--- cold\n{}",
+            around(&live),
+            around(&cold)
+        );
+    }
+}
+
+fn follow(dir: &Path, options: &VerdictOptions) -> LiveStore {
+    let mut store = LiveStore::new(vec![dir.to_path_buf()], options.clone());
+    store.rescan().expect("the store lists");
+    let location = RolloutLocation {
+        dir: dir.to_path_buf(),
+        id: ROLLOUT.into(),
+    };
+    store.set_focus(vec![location]);
+    store
+}
+
+#[test]
+fn appends_extend_the_build_exactly_as_building_again() {
+    let mut appends = 0usize;
+    let mut extended = 0u64;
+    for seed in 0..40u64 {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
+        let writer = RunWriter::new(dir);
+        let mut rng = Rng::new(1_000 + seed);
+        let mut written = Written {
+            calls: Vec::new(),
+            full: Default::default(),
+            leaf: None,
+            promised: None,
+            next: 0,
+            time: 1_790_000_000.0,
+        };
+        // Some runs anchor the main chain on a terminal call.
+        let options = VerdictOptions {
+            terminal_call_id: (seed % 4 == 3).then(|| "c0006".to_owned()),
+            ..VerdictOptions::default()
+        };
+        writer.begin_call(ROLLOUT, "c0001").unwrap();
+        let mut store = follow(dir, &options);
+        for turn in 0..32 {
+            let calls = step(&mut written, &mut rng);
+            for (k, call) in calls.iter().enumerate() {
+                writer.begin_call(ROLLOUT, &call.id).unwrap();
+                // Sometimes read between the intent and its record (a call in flight).
+                if k == 0
+                    && rng.range(0, 4) == 0
+                    && let Some(live) = detail(store.poll().unwrap())
+                {
+                    assert_same_as_cold(
+                        live,
+                        &options,
+                        &format!("seed {seed} turn {turn}, intent"),
+                    );
+                }
+                writer.append(ROLLOUT, call).unwrap();
+            }
+            work::take();
+            let live = detail(store.poll().unwrap()).expect("the rollout changed");
+            extended += work::take().extended_builds;
+            appends += 1;
+            assert_same_as_cold(live, &options, &format!("seed {seed} turn {turn}"));
+        }
+        // Frozen at the end: judged once more, as a cold read.
+        writer.freeze(ROLLOUT).unwrap();
+        let live = detail(store.poll().unwrap()).expect("the freeze is a change");
+        assert_same_as_cold(live, &options, &format!("seed {seed}, frozen"));
+    }
+    // Many reads extend (the sequences are mostly an agent going on): the test would pass
+    // without the incremental path otherwise, proving nothing.
+    assert!(
+        extended as usize * 5 > appends * 2,
+        "only {extended} of {appends} reads extended their build"
+    );
+}
+
+/// A rollout of `calls` calls being written, each the child of the one before, through the
+/// reference lifecycle; every append read by a [`LiveStore`]: the work of each read.
+fn appends_work(calls: usize, delta: bool) -> Vec<(work::Work, usize)> {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let writer = RunWriter::new(dir);
+    let mut rng = Rng::new(5);
+    let mut written = Written {
+        calls: Vec::new(),
+        full: Default::default(),
+        leaf: None,
+        promised: None,
+        next: 0,
+        time: 1_790_000_000.0,
+    };
+    let options = VerdictOptions::default();
+    let root = step(&mut written, &mut rng).remove(0);
+    writer.begin_call(ROLLOUT, &root.id).unwrap();
+    writer.append(ROLLOUT, &root).unwrap();
+    let mut store = follow(dir, &options);
+    let mut out = Vec::new();
+    for _ in 1..calls {
+        let leaf = written.leaf.unwrap();
+        let parent_cumulative = written.cumulative(leaf).len();
+        let call = child_of(&mut written, leaf, &mut rng, delta);
+        written.calls.push(call.clone());
+        written.leaf = Some(written.calls.len() - 1);
+        writer.begin_call(ROLLOUT, &call.id).unwrap();
+        writer.append(ROLLOUT, &call).unwrap();
+        work::take();
+        let live = detail(store.poll().unwrap()).expect("changed");
+        out.push((work::take(), parent_cumulative));
+        assert!(!live.mask_sample, "{:?}", live.reasons);
+    }
+    out
+}
+
+#[test]
+fn an_append_costs_its_own_line_not_its_rollout() {
+    for delta in [false, true] {
+        let reads = appends_work(40, delta);
+        for (n, (work, parent_cumulative)) in reads.iter().enumerate().skip(1) {
+            let what = format!("append {} of 40 (delta records: {delta})", n + 2);
+            assert_eq!(work.records_parsed, 1, "{what}: {work:?}");
+            assert_eq!(work.calls_linked, 1, "{what}: {work:?}");
+            assert_eq!(work.full_builds, 0, "{what}: {work:?}");
+            assert_eq!(work.extended_builds, 1, "{what}: {work:?}");
+            // One sequence hashed: the parent's (a full record), or the delta's own.
+            assert!(
+                work.tokens_hashed <= *parent_cumulative as u64 + 24,
+                "{what}: {} tokens hashed for a parent of {parent_cumulative}",
+                work.tokens_hashed
+            );
+        }
+    }
+}
