@@ -4,10 +4,13 @@
 //! - **cold open**: time until the first rollouts are on the list, until the whole list has
 //!   its verdicts, and resident memory once loaded (the watcher and the app together, the UI
 //!   drawn into a test backend as the event loop would: when its `FramePacer` says);
-//! - **live**: a writer (a child process) continues the chains of 50 live rollouts at 200
-//!   records/s in all (each record the child of the one before); the CPU
-//!   this process spends (watcher and UI, drawing as the event loop does: store changes at
-//!   most every `STORE_FRAME`), and the p99 from a record's fsync to a frame showing it.
+//! - **live**: a writer (a child process) continues the chains of 35 live rollouts whose
+//!   records are about 100 KB a line, at 200 records/s in all, through the reference
+//!   lifecycle (each call's intent, then its record, then the state's index rewritten by
+//!   rename; each record the child of the one before); the CPU this process spends (watcher
+//!   and UI, drawing as the event loop does: store changes at most every `STORE_FRAME`), the
+//!   work the watcher did (records parsed, tokens hashed, builds made whole or extended), and
+//!   the p99 from a record's fsync to a frame showing it.
 //!
 //! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
 //! default 2,000; ~2 GB), or taken from `TOKSCOPE_SCALE_STORE`.
@@ -25,7 +28,9 @@ use tokscope_core::live::StoreEvent;
 use tokscope_core::live::watch::{WatchOptions, watch};
 use tokscope_core::verdict::VerdictOptions;
 
-const LIVE_ROLLOUTS: usize = 50;
+const LIVE_ROLLOUTS: usize = 35;
+/// The live rollouts' last lines are this long (bytes), as a training run's ~100 KB lines.
+const LIVE_LINE: std::ops::Range<usize> = 80_000..130_000;
 const APPENDS_PER_SECOND: u64 = 200;
 const LIVE_SECONDS: u64 = 6;
 
@@ -78,6 +83,7 @@ fn records_of(app: &App, dir: &Path, id: &str) -> usize {
 fn writer(dir: &Path, ids: &[String]) {
     let per_rollout = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize / ids.len() + 1;
     let mut rng = tokscope_testkit::Rng::new(99);
+    let mut calls: Vec<Vec<String>> = Vec::new();
     let lines: Vec<Vec<String>> = ids
         .iter()
         .map(|id| {
@@ -95,6 +101,11 @@ fn writer(dir: &Path, ids: &[String]) {
             let mut cumulative = ids_of("prompt_token_ids");
             cumulative.extend(ids_of("generation_token_ids"));
             let mut parent = last["model_call_id"].as_str().unwrap().to_owned();
+            calls.push(
+                (0..per_rollout)
+                    .map(|k| format!("{id}-live{k:04}"))
+                    .collect(),
+            );
             let mut created = last["created_at"].as_f64().unwrap();
             (0..per_rollout)
                 .map(|k| {
@@ -116,15 +127,7 @@ fn writer(dir: &Path, ids: &[String]) {
                 .collect()
         })
         .collect();
-    let mut files: Vec<std::fs::File> = ids
-        .iter()
-        .map(|id| {
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(dir.join(format!("{id}.tokens.jsonl")))
-                .unwrap()
-        })
-        .collect();
+    let lifecycle = tokscope_testkit::RunWriter::new(dir);
     let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
     let interval = Duration::from_secs(1) / APPENDS_PER_SECOND as u32;
     let start = Instant::now();
@@ -135,8 +138,9 @@ fn writer(dir: &Path, ids: &[String]) {
         }
         let r = n % ids.len();
         let line = &lines[r][n / ids.len()];
-        files[r].write_all(format!("{line}\n").as_bytes()).unwrap();
-        files[r].sync_data().unwrap();
+        let call_id = &calls[r][n / ids.len()];
+        lifecycle.begin_call(&ids[r], call_id).unwrap();
+        lifecycle.append_record_line(&ids[r], line).unwrap();
         times.push((r, n / ids.len() + 1, tokscope_testkit::unix_now()));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -171,14 +175,15 @@ fn main() {
             .unwrap_or_default();
         if name.ends_with(".tokens.jsonl") {
             bytes += std::fs::metadata(&from).unwrap().len();
-            // Live rollouts whose last record holds a full prompt (the writer continues it).
+            // Live rollouts whose last record holds a full prompt (the writer continues it),
+            // about 100 KB long.
             let last_is_full = || {
                 std::fs::read_to_string(&from)
                     .ok()
                     .and_then(|t| {
-                        t.lines()
-                            .last()
-                            .map(|l| l.contains("\"prompt_is_delta\":false"))
+                        t.lines().last().map(|l| {
+                            l.contains("\"prompt_is_delta\":false") && LIVE_LINE.contains(&l.len())
+                        })
                     })
                     .unwrap_or(false)
             };
@@ -286,6 +291,7 @@ fn main() {
 
     // Live: appends to 50 rollouts while the app follows.
     let cpu_before = tokscope_testkit::cpu_seconds();
+    let work_before = tokscope_core::work::process_total();
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--writer")
         .arg(work.path())
@@ -325,6 +331,7 @@ fn main() {
         }
     }
     let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
+    let work = tokscope_core::work::process_total() - work_before;
     let output = child.wait_with_output().unwrap();
     let mut latencies = Vec::new();
     for line in output.stdout.lines() {
@@ -350,6 +357,13 @@ fn main() {
         cpu * 1e6 / total as f64,
         pick(0.5),
         pick(0.99),
+    );
+    println!(
+        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole",
+        work.records_parsed,
+        work.tokens_hashed as f64 / total as f64,
+        work.extended_builds,
+        work.full_builds,
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");

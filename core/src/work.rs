@@ -2,10 +2,12 @@
 //! made whole or extended. The tests of live cost assert on it (an append must cost its own
 //! line, not its rollout's), and the benchmarks print it.
 //!
-//! Thread-local, so tests running side by side do not see each other's work; a count is a
-//! plain add, cheap enough to stay in release builds.
+//! Counted per thread, so tests running side by side do not see each other's work
+//! ([`take`]), and for the process ([`process_total`]: what a benchmark reads of its
+//! watcher thread); a count is an add, cheap enough to stay in release builds.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Work done, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,6 +34,41 @@ thread_local! {
     }) };
 }
 
+/// The process's counts, by field of [`Work`].
+static TOTAL: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// The work every thread of the process did so far.
+pub fn process_total() -> Work {
+    let [
+        records_parsed,
+        tokens_hashed,
+        calls_linked,
+        full_builds,
+        extended_builds,
+    ] = std::array::from_fn(|field| TOTAL[field].load(Ordering::Relaxed));
+    Work {
+        records_parsed,
+        tokens_hashed,
+        calls_linked,
+        full_builds,
+        extended_builds,
+    }
+}
+
+impl std::ops::Sub for Work {
+    type Output = Work;
+
+    fn sub(self, earlier: Work) -> Work {
+        Work {
+            records_parsed: self.records_parsed - earlier.records_parsed,
+            tokens_hashed: self.tokens_hashed - earlier.tokens_hashed,
+            calls_linked: self.calls_linked - earlier.calls_linked,
+            full_builds: self.full_builds - earlier.full_builds,
+            extended_builds: self.extended_builds - earlier.extended_builds,
+        }
+    }
+}
+
 /// The work this thread did since the last call, and start counting again.
 pub fn take() -> Work {
     WORK.replace(Work::default())
@@ -40,8 +77,21 @@ pub fn take() -> Work {
 /// Count some work on this thread.
 pub(crate) fn count(add: impl FnOnce(&mut Work)) {
     WORK.with(|cell| {
-        let mut work = cell.get();
+        let before = cell.get();
+        let mut work = before;
         add(&mut work);
         cell.set(work);
+        let fields = [
+            work.records_parsed - before.records_parsed,
+            work.tokens_hashed - before.tokens_hashed,
+            work.calls_linked - before.calls_linked,
+            work.full_builds - before.full_builds,
+            work.extended_builds - before.extended_builds,
+        ];
+        for (total, added) in TOTAL.iter().zip(fields) {
+            if added > 0 {
+                total.fetch_add(added, Ordering::Relaxed);
+            }
+        }
     });
 }

@@ -726,8 +726,13 @@ impl RunWriter {
 
     /// `append`: the call's record, then the state's index.
     pub fn append(&self, id: &str, call: &Call) -> std::io::Result<()> {
+        self.append_record_line(id, &call.to_line(id))
+    }
+
+    /// `append` of a record already serialized (`line`, without its newline).
+    pub fn append_record_line(&self, id: &str, line: &str) -> std::io::Result<()> {
         self.lock(id)?;
-        let size = self.append_line(&self.path(id, ".tokens.jsonl"), &call.to_line(id))?;
+        let size = self.append_line(&self.path(id, ".tokens.jsonl"), line)?;
         let mut state = self.state(id);
         state["indexed_size"] = json!(size);
         state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);

@@ -233,8 +233,8 @@ impl LiveStore {
         self.refreshes += 1;
         let options = crate::load::options_for(&self.options, &self.rows, location);
         let analysis = match self.rollouts.entry(location.clone()) {
-            std::collections::hash_map::Entry::Occupied(mut known) => {
-                known.get_mut().refresh(&options)
+            std::collections::hash_map::Entry::Occupied(known) => {
+                known.into_mut().refresh(&options)
             }
             std::collections::hash_map::Entry::Vacant(new) => {
                 // A new rollout is always reported, even with no file to read (a lock only).
@@ -244,8 +244,12 @@ impl LiveStore {
         };
         let mut events = Vec::new();
         if let Some(analysis) = analysis {
+            // Its summary; the whole analysis only to a UI looking at it (a copy).
+            events.push(StoreEvent::updated(analysis));
+            if self.focus.contains(location) {
+                events.push(StoreEvent::Detail(Box::new(analysis.clone())));
+            }
             self.warm(location);
-            self.emit(analysis, &mut events);
         }
         events
     }

@@ -26,7 +26,8 @@ pub struct LiveRollout {
     /// The state said frozen (or retired) when last read: no call will be appended, so its
     /// digests are not kept once it is cooled.
     frozen: bool,
-    /// The last analysis, while hot: an append extends its build instead of building again.
+    /// The last analysis, while hot: an append extends its build instead of building again,
+    /// and the watcher sends a copy only of the rollouts the UI looks at.
     last: Option<Analysis>,
 }
 
@@ -62,11 +63,11 @@ impl LiveRollout {
     }
 
     /// A rollout not read before: read it, and its analysis even when it has no file to read.
-    pub(super) fn read_new(&mut self, options: &VerdictOptions) -> Analysis {
-        match self.refresh(options) {
-            Some(analysis) => analysis,
-            None => self.analyze(options),
+    pub(super) fn read_new(&mut self, options: &VerdictOptions) -> &Analysis {
+        if self.refresh(options).is_none() {
+            self.analyze(options);
         }
+        self.last.as_ref().expect("just analyzed")
     }
 
     /// Read a rollout for the first scan. One being written (its records file changed in
@@ -88,10 +89,14 @@ impl LiveRollout {
         if !written {
             rollout.cache = LineCache::default();
         }
-        let analysis = rollout.read_new(options);
-        if !written || rollout.frozen {
+        rollout.read_new(options);
+        let analysis = if !written || rollout.frozen {
+            let analysis = rollout.last.take().expect("just analyzed");
             rollout.cool();
-        }
+            analysis
+        } else {
+            rollout.last.clone().expect("just analyzed")
+        };
         (rollout, analysis)
     }
 
@@ -143,11 +148,11 @@ impl LiveRollout {
             self.cache.clear();
             self.forget_digests_unless_continued();
         }
-        self.analyze(options)
+        self.analyze(options).clone()
     }
 
     /// Read what changed; `Some(analysis)` when anything did.
-    pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<Analysis> {
+    pub(crate) fn refresh(&mut self, options: &VerdictOptions) -> Option<&Analysis> {
         // A cooled rollout read again must be read whole: its parsed lines are gone too (any
         // of its files may have been cooled: one that did not exist then holds nothing).
         let cold = self.is_cold();
@@ -174,11 +179,11 @@ impl LiveRollout {
         if !changed {
             return None;
         }
-        Some(if cold {
-            self.analyze_now(options)
-        } else {
-            self.analyze(options)
-        })
+        if cold {
+            self.analyze_now(options);
+            return self.last.as_ref();
+        }
+        Some(self.analyze(options))
     }
 
     /// The records file was read whole: its digests hold only if it is the file read
@@ -202,8 +207,8 @@ impl LiveRollout {
         .collect()
     }
 
-    /// The analysis of the bytes known now.
-    pub fn analyze(&mut self, options: &VerdictOptions) -> Analysis {
+    /// The analysis of the bytes known now (kept: the next append extends its build).
+    pub fn analyze(&mut self, options: &VerdictOptions) -> &Analysis {
         let io_issues = self.io_issues();
         let bytes = FileBytes {
             state: self.state.bytes(),
@@ -221,10 +226,7 @@ impl LiveRollout {
             ..options.clone()
         };
         let analysis = analyze_continuing(capture, &options, self.last.take());
-        if self.cache.keeps() {
-            self.last = Some(analysis.clone());
-        }
-        analysis
+        self.last.insert(analysis)
     }
 
     /// Bytes read from the records file so far.

@@ -298,6 +298,28 @@ fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
     }
 }
 
+/// Events that change nothing a reader sees, dropped where they arrive so they do not wake
+/// the watcher: opening, reading and closing files (ours included: every refresh opens
+/// some), and the writer's state written aside before its rename (the rename is the change).
+fn is_no_change(event: &notify::Result<notify::Event>) -> bool {
+    let Ok(event) = event else { return false };
+    if event.need_rescan() {
+        return false;
+    }
+    let aside = |path: &PathBuf| {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with(".tokens-state-"))
+    };
+    matches!(event.kind, notify::EventKind::Access(_))
+        || (!event.paths.is_empty()
+            && event.paths.iter().all(aside)
+            && !matches!(
+                event.kind,
+                notify::EventKind::Modify(notify::event::ModifyKind::Name(_))
+            ))
+}
+
 fn run(
     dirs: Vec<PathBuf>,
     options: WatchOptions,
@@ -317,7 +339,9 @@ fn run(
     let mut unwatched = Unwatched::default();
     let mut watcher = match options.mode {
         WatchMode::Events if !options.no_events => notify::recommended_watcher(move |event| {
-            let _ = fs_sender.send(Input::Fs(event));
+            if !is_no_change(&event) {
+                let _ = fs_sender.send(Input::Fs(event));
+            }
         })
         .map_err(|error| error.to_string()),
         WatchMode::Events => Err("change events turned off".to_owned()),

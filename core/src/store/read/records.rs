@@ -141,11 +141,6 @@ impl LineCache {
         };
     }
 
-    /// Whether it keeps its results between reads ([`LineCache::kept`]).
-    pub fn keeps(&self) -> bool {
-        self.keep
-    }
-
     /// Where the next read must start: the first line not known to be complete (every line
     /// before it is parsed and kept).
     pub fn resume(&self) -> usize {
