@@ -18,6 +18,8 @@
 pub mod demo;
 pub mod event;
 pub mod hot;
+#[cfg(target_os = "linux")]
+mod inotify;
 pub mod replay;
 pub mod rollout;
 pub mod rows;

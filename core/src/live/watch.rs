@@ -216,7 +216,7 @@ impl Unwatched {
     /// does not exist (yet) is no failure: its appearance is seen by the presence check.
     fn watch(
         &mut self,
-        watcher: Option<&mut notify::RecommendedWatcher>,
+        watcher: Option<&mut StoreWatcher>,
         dir: &std::path::Path,
         sender: &Sender<StoreEvent>,
     ) {
@@ -261,7 +261,7 @@ impl Unwatched {
 fn send_presence(
     sender: &Sender<StoreEvent>,
     presence: &mut Presence,
-    mut watcher: Option<&mut notify::RecommendedWatcher>,
+    mut watcher: Option<&mut StoreWatcher>,
     unwatched: &mut Unwatched,
     store: &mut LiveStore,
 ) -> bool {
@@ -297,6 +297,13 @@ fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
         None => true,
     }
 }
+
+/// The change events' source: on Linux inotify asked only for changes (see
+/// [`super::inotify`]), elsewhere notify's own.
+#[cfg(target_os = "linux")]
+type StoreWatcher = super::inotify::ChangeWatcher;
+#[cfg(not(target_os = "linux"))]
+type StoreWatcher = notify::RecommendedWatcher;
 
 /// Events that change nothing a reader sees, dropped where they arrive so they do not wake
 /// the watcher: opening, reading and closing files (ours included: every refresh opens
@@ -338,11 +345,14 @@ fn run(
     // the directory is polled instead: never blind.
     let mut unwatched = Unwatched::default();
     let mut watcher = match options.mode {
-        WatchMode::Events if !options.no_events => notify::recommended_watcher(move |event| {
-            if !is_no_change(&event) {
-                let _ = fs_sender.send(Input::Fs(event));
-            }
-        })
+        WatchMode::Events if !options.no_events => StoreWatcher::new(
+            move |event| {
+                if !is_no_change(&event) {
+                    let _ = fs_sender.send(Input::Fs(event));
+                }
+            },
+            notify::Config::default(),
+        )
         .map_err(|error| error.to_string()),
         WatchMode::Events => Err("change events turned off".to_owned()),
         WatchMode::Poll(_) | WatchMode::Once => Err(String::new()),
