@@ -359,11 +359,12 @@ fn main() {
         pick(0.99),
     );
     println!(
-        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole",
+        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append",
         work.records_parsed,
         work.tokens_hashed as f64 / total as f64,
         work.extended_builds,
         work.full_builds,
+        work.refreshes as f64 / total as f64,
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");

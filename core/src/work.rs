@@ -22,6 +22,8 @@ pub struct Work {
     pub full_builds: u64,
     /// Builds extended by appended records instead.
     pub extended_builds: u64,
+    /// Rollouts a watcher looked at again (each read of what changed in its files).
+    pub refreshes: u64,
 }
 
 thread_local! {
@@ -31,11 +33,12 @@ thread_local! {
         calls_linked: 0,
         full_builds: 0,
         extended_builds: 0,
+        refreshes: 0,
     }) };
 }
 
 /// The process's counts, by field of [`Work`].
-static TOTAL: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static TOTAL: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
 /// The work every thread of the process did so far.
 pub fn process_total() -> Work {
@@ -45,6 +48,7 @@ pub fn process_total() -> Work {
         calls_linked,
         full_builds,
         extended_builds,
+        refreshes,
     ] = std::array::from_fn(|field| TOTAL[field].load(Ordering::Relaxed));
     Work {
         records_parsed,
@@ -52,6 +56,7 @@ pub fn process_total() -> Work {
         calls_linked,
         full_builds,
         extended_builds,
+        refreshes,
     }
 }
 
@@ -65,6 +70,7 @@ impl std::ops::Sub for Work {
             calls_linked: self.calls_linked - earlier.calls_linked,
             full_builds: self.full_builds - earlier.full_builds,
             extended_builds: self.extended_builds - earlier.extended_builds,
+            refreshes: self.refreshes - earlier.refreshes,
         }
     }
 }
@@ -87,6 +93,7 @@ pub(crate) fn count(add: impl FnOnce(&mut Work)) {
             work.calls_linked - before.calls_linked,
             work.full_builds - before.full_builds,
             work.extended_builds - before.extended_builds,
+            work.refreshes - before.refreshes,
         ];
         for (total, added) in TOTAL.iter().zip(fields) {
             if added > 0 {

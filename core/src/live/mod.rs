@@ -233,6 +233,7 @@ impl LiveStore {
     /// Refresh one rollout (following it from now on): its events when it changed.
     pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
         self.refreshes += 1;
+        crate::work::count(|work| work.refreshes += 1);
         let options = crate::load::options_for(&self.options, &self.rows, location);
         let analysis = match self.rollouts.entry(location.clone()) {
             std::collections::hash_map::Entry::Occupied(known) => {
