@@ -167,34 +167,35 @@ fn main() {
         .filter(|n| n.contains(".tokens."))
         .collect();
     names.sort();
-    for name in &names {
+    // First which rollouts will be written to, then their files copied (every one: the
+    // writer appends to the intents and records, and the source must stay as it is) and
+    // the others' hard-linked.
+    for name in names.iter().filter(|n| n.ends_with(".tokens.jsonl")) {
         let from = source.join(name);
-        let to = work.path().join(name);
         let id = name.split(".tokens.").next().unwrap().to_owned();
         let state = std::fs::read_to_string(source.join(format!("{id}.tokens.state.json")))
             .unwrap_or_default();
-        if name.ends_with(".tokens.jsonl") {
-            bytes += std::fs::metadata(&from).unwrap().len();
-            // Live rollouts whose last record holds a full prompt (the writer continues it),
-            // about 100 KB long.
-            let last_is_full = || {
-                std::fs::read_to_string(&from)
-                    .ok()
-                    .and_then(|t| {
-                        t.lines().last().map(|l| {
-                            l.contains("\"prompt_is_delta\":false") && LIVE_LINE.contains(&l.len())
-                        })
+        bytes += std::fs::metadata(&from).unwrap().len();
+        // Live rollouts whose last record holds a full prompt (the writer continues it),
+        // about 100 KB long.
+        let last_is_full = || {
+            std::fs::read_to_string(&from)
+                .ok()
+                .and_then(|t| {
+                    t.lines().last().map(|l| {
+                        l.contains("\"prompt_is_delta\":false") && LIVE_LINE.contains(&l.len())
                     })
-                    .unwrap_or(false)
-            };
-            if live_ids.len() < LIVE_ROLLOUTS
-                && state.contains("\"frozen\":false")
-                && last_is_full()
-            {
-                live_ids.push(id.clone());
-            }
+                })
+                .unwrap_or(false)
+        };
+        if live_ids.len() < LIVE_ROLLOUTS && state.contains("\"frozen\":false") && last_is_full() {
+            live_ids.push(id);
         }
-        if live_ids.contains(&id) {
+    }
+    for name in &names {
+        let (from, to) = (source.join(name), work.path().join(name));
+        let id = name.split(".tokens.").next().unwrap();
+        if live_ids.iter().any(|live| live == id) {
             std::fs::copy(&from, &to).unwrap();
         } else {
             std::fs::hard_link(&from, &to).unwrap();

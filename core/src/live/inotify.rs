@@ -260,23 +260,30 @@ mod tests {
                 std::fs::read(dir.join("a.tokens.jsonl")).unwrap();
             }
             std::fs::write(dir.join(".tokens-state-a"), "{}").unwrap();
-            std::fs::rename(dir.join(".tokens-state-a"), dir.join("a.tokens.state.json"))
-                .unwrap();
+            std::fs::rename(dir.join(".tokens-state-a"), dir.join("a.tokens.state.json")).unwrap();
             std::fs::remove_file(dir.join("a.tokens.jsonl")).unwrap();
         });
         let seen: Vec<(EventKind, String)> = events
             .iter()
             .map(|e| {
-                let name = e.paths[0].file_name().unwrap().to_string_lossy().into_owned();
+                let name = e.paths[0]
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 (e.kind, name)
             })
             .collect();
         assert!(
-            seen.iter().all(|(kind, _)| !matches!(kind, EventKind::Access(_))),
+            seen.iter()
+                .all(|(kind, _)| !matches!(kind, EventKind::Access(_))),
             "{seen:?}"
         );
         let has = |kind: EventKind, name: &str| seen.iter().any(|s| s == &(kind, name.into()));
-        assert!(has(EventKind::Create(CreateKind::File), ".tokens-state-a"), "{seen:?}");
+        assert!(
+            has(EventKind::Create(CreateKind::File), ".tokens-state-a"),
+            "{seen:?}"
+        );
         assert!(
             has(
                 EventKind::Modify(ModifyKind::Name(RenameMode::To)),
@@ -284,19 +291,25 @@ mod tests {
             ),
             "{seen:?}"
         );
-        assert!(has(EventKind::Remove(RemoveKind::File), "a.tokens.jsonl"), "{seen:?}");
+        assert!(
+            has(EventKind::Remove(RemoveKind::File), "a.tokens.jsonl"),
+            "{seen:?}"
+        );
     }
 
     #[test]
     fn a_directory_not_watched_reports_nothing_and_unwatching_twice_is_an_error() {
         let temp = tempfile::tempdir().unwrap();
-        let mut watcher = ChangeWatcher::new(|_: notify::Result<Event>| {}, Config::default())
-            .unwrap();
+        let mut watcher =
+            ChangeWatcher::new(|_: notify::Result<Event>| {}, Config::default()).unwrap();
         let missing = temp.path().join("missing");
         let error = watcher
             .watch(&missing, RecursiveMode::NonRecursive)
             .unwrap_err();
-        assert!(matches!(error.kind, notify::ErrorKind::PathNotFound), "{error}");
+        assert!(
+            matches!(error.kind, notify::ErrorKind::PathNotFound),
+            "{error}"
+        );
         watcher
             .watch(temp.path(), RecursiveMode::NonRecursive)
             .unwrap();
