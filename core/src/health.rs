@@ -25,7 +25,7 @@ pub struct Health {
     /// Generated tokens delivered.
     pub tokens_delivered: usize,
     /// Placed calls by parent decision: `root`, `resolved`, `recovered`, or the link note.
-    pub parent_decisions: BTreeMap<String, usize>,
+    pub parent_decisions: BTreeMap<&'static str, usize>,
     /// Calls that requested the verified parent prefix, and those that proved it supplied.
     pub prefix_requested: usize,
     /// Calls whose prompt proved the prefix was supplied.
@@ -111,7 +111,7 @@ impl Health {
         bump(&mut self.tokens_delivered, s.tokens.1, sign);
         for (decision, &n) in &s.parent_decisions {
             bump(
-                self.parent_decisions.entry(decision.clone()).or_default(),
+                self.parent_decisions.entry(decision).or_default(),
                 n,
                 sign,
             );

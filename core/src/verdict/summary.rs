@@ -37,7 +37,7 @@ pub struct Summary {
     /// Records that requested the verified parent prefix, and those that proved it supplied.
     pub prefix: (usize, usize),
     /// Placed calls by parent decision: `root`, `resolved`, `recovered`, or the link note.
-    pub parent_decisions: BTreeMap<String, usize>,
+    pub parent_decisions: BTreeMap<&'static str, usize>,
     /// Records by whole second of `created_at` (for the calls-per-second series).
     pub call_seconds: BTreeMap<i64, u32>,
     /// The latest record's `created_at` (UNIX seconds): a call still in flight was dispatched
@@ -93,7 +93,7 @@ impl Summary {
                     (None, Some(_)) => "resolved",
                     (None, None) => "root",
                 };
-                *parent_decisions.entry(decision.to_owned()).or_default() += 1;
+                *parent_decisions.entry(decision).or_default() += 1;
             }
         }
         Summary {
