@@ -110,11 +110,7 @@ impl Health {
         bump(&mut self.tokens_captured, s.tokens.0, sign);
         bump(&mut self.tokens_delivered, s.tokens.1, sign);
         for (decision, &n) in &s.parent_decisions {
-            bump(
-                self.parent_decisions.entry(decision).or_default(),
-                n,
-                sign,
-            );
+            bump(self.parent_decisions.entry(decision).or_default(), n, sign);
         }
         if let Some(fraction) = s.delivered {
             let bucket = if fraction >= 1.0 {

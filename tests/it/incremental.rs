@@ -31,8 +31,16 @@ struct Written {
     leaf: Option<usize>,
     /// A parent named before it was written: its call, to write later.
     promised: Option<Call>,
+    /// The leaf of a second conversation (a subagent's), growing alongside.
+    other: Option<usize>,
     next: usize,
     time: f64,
+}
+
+/// The `n`th call id: unique, in no order (as real ids are), so the build's order often
+/// rests on prompt lengths alone, and sometimes on the ids.
+fn call_id(n: usize) -> String {
+    format!("c{:06x}", (n as u64).wrapping_mul(0x9E37_79B1) & 0xFF_FFFF)
 }
 
 impl Written {
@@ -48,7 +56,7 @@ impl Written {
 
     fn fresh_id(&mut self) -> String {
         self.next += 1;
-        format!("c{:04}", self.next)
+        call_id(self.next)
     }
 }
 
@@ -105,11 +113,21 @@ fn step(written: &mut Written, rng: &mut Rng) -> Vec<Call> {
     let mut calls = Vec::new();
     let mut new_leaf = true;
     match roll {
-        // The common case: the conversation goes on (a third of the time as deltas).
-        0..=59 => {
+        // The common case: the conversation goes on (a third of the time as deltas)...
+        0..=44 => {
             let delta = rng.range(0, 3) == 0;
             calls.push(child_of(written, leaf, rng, delta));
         }
+        // ... or a second one does, when there is one (its prompts often the shorter).
+        45..=59 => match written.other {
+            Some(other) => {
+                let delta = rng.range(0, 3) == 0;
+                calls.push(child_of(written, other, rng, delta));
+                written.other = Some(written.calls.len());
+                new_leaf = false;
+            }
+            None => calls.push(child_of(written, leaf, rng, false)),
+        },
         // Two or three calls between two reads.
         60..=66 => {
             let first = child_of(written, leaf, rng, false);
@@ -151,6 +169,7 @@ fn step(written: &mut Written, rng: &mut Rng) -> Vec<Call> {
                 &root,
                 [root.prompt.clone(), root.generation.clone()].concat(),
             );
+            written.other = Some(written.calls.len());
             calls.push(root);
             new_leaf = false;
         }
@@ -293,12 +312,13 @@ fn appends_extend_the_build_exactly_as_building_again() {
             full: Default::default(),
             leaf: None,
             promised: None,
+            other: None,
             next: 0,
             time: 1_790_000_000.0,
         };
         // Some runs anchor the main chain on a terminal call.
         let options = VerdictOptions {
-            terminal_call_id: (seed % 4 == 3).then(|| "c0006".to_owned()),
+            terminal_call_id: (seed % 4 == 3).then(|| call_id(6)),
             ..VerdictOptions::default()
         };
         writer.begin_call(ROLLOUT, "c0001").unwrap();
@@ -351,6 +371,7 @@ fn appends_work(calls: usize, delta: bool) -> Vec<(work::Work, usize)> {
         full: Default::default(),
         leaf: None,
         promised: None,
+        other: None,
         next: 0,
         time: 1_790_000_000.0,
     };

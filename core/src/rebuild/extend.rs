@@ -1,21 +1,25 @@
 //! Extending a build by the records appended to its input, without building again: what a
 //! live rollout's append costs (its own link check, not its rollout's).
 //!
-//! An appended record whose parent is the leaf of a chain, placed after every call, changes
-//! nothing the build decided before: no earlier record's fate, link, retry group or
-//! quarantine depends on a call that sorts after it and names none of them. Anything else —
-//! a new root, a retry sibling, a record the build orders before others, a repeated call id,
-//! a broken link or delta, an empty generation, a negative id, an earlier record naming the
-//! new one as its parent — is declined, and the caller builds from all the records
-//! ([`super::prefix_merging`]). The result is then the one the full build gives, field for
-//! field (the differential test in `tests/it/incremental.rs` holds it to that).
+//! An appended record whose parent is the leaf of a chain changes nothing the build decided
+//! before: it is linked where the build's order puts it (the calls after it renumbered),
+//! and no other record's fate, link, retry group or quarantine depends on it — none names
+//! it, none sorted after it looked for an absent parent among the calls before it (a prefix
+//! recovery), and its parent was in no retry group. Anything else — a new root, a retry
+//! sibling, a repeated call id, a broken link or delta, an empty generation, a negative id,
+//! an earlier record naming the new one as its parent, a recovery that could now find it —
+//! is declined, and the caller builds from all the records ([`super::prefix_merging`]).
+//! The chains, the main chain and the delivered counts are then made again from the placed
+//! calls (a pass over the calls, no token touched). The result is the one the full build
+//! gives, field for field (the differential test in `tests/it/incremental.rs` holds it to
+//! that).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::memo::{DigestMemo, cumulative_digest};
 use super::merge::{ParentDigests, finish_chains, resolve_parent};
-use super::output::{BuildOptions, BuildOutput, CallNode, RecordFate};
+use super::output::{BuildOptions, BuildOutput, CallNode, LinkNote, RecordFate};
 use crate::store::{ParentResolution, TokenRecord};
 
 /// `previous` (the build of a prefix of `records`) extended by the records after that
@@ -33,11 +37,9 @@ pub(crate) fn extend_build(
         return None;
     }
     let memo = options.digest_memo.as_deref();
+    let terminal = options.terminal_call_id.as_deref();
     for index in known..records.len() {
-        place_appended(records, index, &mut previous, memo)?;
-    }
-    if records.len() > known {
-        finish_chains(records, options.terminal_call_id.as_deref(), &mut previous);
+        place_appended(records, index, &mut previous, memo, terminal)?;
     }
     previous.memo = options.digest_memo.clone();
     crate::work::count(|work| work.extended_builds += 1);
@@ -45,12 +47,13 @@ pub(crate) fn extend_build(
 }
 
 /// Place record `index` (every record before it is in `out`) as the child of the leaf it
-/// names, or `None` when the full build is needed.
+/// names, where the build's order puts it, or `None` when the full build is needed.
 fn place_appended(
     records: &[Arc<TokenRecord>],
     index: usize,
     out: &mut BuildOutput,
     memo: Option<&DigestMemo>,
+    terminal_call_id: Option<&str>,
 ) -> Option<()> {
     let record = &records[index];
     if record.negative_ids || record.generation_token_ids.is_empty() {
@@ -103,13 +106,19 @@ fn place_appended(
             return None;
         }
     }
-    // Placed after every call: the build's order is (prompt length, call id).
-    let last = out.nodes.last()?;
-    let last_key = (
-        last.prompt.len(),
-        records[last.record].model_call_id.as_str(),
-    );
-    if (prompt.len(), id) <= last_key {
+    // Where the build's order (prompt length, call id) places it. The calls after it were
+    // linked before it existed: only one that looked for an absent parent among the calls
+    // placed before it (a prefix recovery) could have found this one.
+    let key = (prompt.len(), id);
+    let at = out
+        .nodes
+        .partition_point(|n| (n.prompt.len(), records[n.record].model_call_id.as_str()) < key);
+    if out.nodes[at..].iter().any(|n| {
+        matches!(
+            n.note,
+            Some(LinkNote::ParentCallIdMissing | LinkNote::ParentCallIdMissingRecovered)
+        )
+    }) {
         return None;
     }
     let node_by_id = HashMap::from([(claimed, parent)]);
@@ -130,24 +139,51 @@ fn place_appended(
     if linked != Some(parent) || note.is_some() || digests.negative.is_some() {
         return None;
     }
-    let node = out.nodes.len();
-    out.nodes[parent].children.push(node);
-    out.nodes.push(CallNode {
-        record: index,
-        prompt,
-        cumulative,
-        parent: Some(parent),
-        children: Vec::new(),
-        quarantined: false,
-        note: None,
-    });
-    out.fates.push(RecordFate::Placed(node));
-    out.retry_group_of.push(None);
-    // The parent's chain now ends here (until the chains are made again, after the last
-    // appended record: a record appended with it may continue it).
-    let chain = out.chain_ending_at[parent].take();
-    out.chain_ending_at.push(chain);
-    out.node_chain.push(chain);
+    make_room(out, at);
+    out.nodes[parent].children.push(at);
+    out.nodes.insert(
+        at,
+        CallNode {
+            record: index,
+            prompt,
+            cumulative,
+            parent: Some(parent),
+            children: Vec::new(),
+            quarantined: false,
+            note: None,
+        },
+    );
+    out.fates.push(RecordFate::Placed(at));
+    out.retry_group_of.insert(at, None);
     out.notes.generated_tokens_captured += record.generation_token_ids.len();
+    // The chains again (a record appended with this one may continue it).
+    finish_chains(records, terminal_call_id, out);
     Some(())
+}
+
+/// Renumber the nodes from `at` on one place up, for a node inserted at `at` (every index
+/// into the nodes: parents, children, fates, retry groups).
+fn make_room(out: &mut BuildOutput, at: usize) {
+    let shift = |node: &mut usize| {
+        if *node >= at {
+            *node += 1;
+        }
+    };
+    if at == out.nodes.len() {
+        return;
+    }
+    for node in &mut out.nodes {
+        if let Some(parent) = node.parent.as_mut() {
+            shift(parent);
+        }
+        node.children.iter_mut().for_each(shift);
+    }
+    for fate in &mut out.fates {
+        if let RecordFate::Placed(node) = fate {
+            shift(node);
+        }
+    }
+    for group in &mut out.retry_groups {
+        group.iter_mut().for_each(shift);
+    }
 }
