@@ -187,3 +187,62 @@ fn make_room(out: &mut BuildOutput, at: usize) {
         group.iter_mut().for_each(shift);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rebuild::prefix_merging;
+
+    /// A full-prompt record without lineage (`cum_len` and `digest` absent).
+    fn record(
+        id: &str,
+        parent: Option<&str>,
+        prompt: &[i64],
+        generation: &[i64],
+    ) -> Arc<TokenRecord> {
+        let (resolution, parent) = match parent {
+            Some(parent) => ("resolved", format!("\"{parent}\"")),
+            None => ("root", "null".to_owned()),
+        };
+        let line = format!(
+            r#"{{"generation_log_probs":{:?},"generation_token_ids":{generation:?},"model_call_id":"{id}","parent_call_id":{parent},"parent_resolution":"{resolution}","prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#,
+            vec![-0.5; generation.len()],
+        );
+        Arc::new(TokenRecord::parse(line.as_bytes()).expect("a valid record"))
+    }
+
+    fn options(terminal: Option<&str>) -> BuildOptions {
+        BuildOptions {
+            terminal_call_id: terminal.map(str::to_owned),
+            digest_memo: Some(Arc::default()),
+        }
+    }
+
+    #[test]
+    fn a_link_over_a_negative_id_is_built_whole() {
+        // The child's link makes the reference digest its prompt, which holds the root's
+        // negative id: its build fails, so the extension must not succeed.
+        let records = [
+            record("a", None, &[1, -2, 3], &[4]),
+            record("b", Some("a"), &[1, -2, 3, 4, 5], &[6]),
+        ];
+        let before = prefix_merging(&records[..1], &options(None));
+        assert_eq!(before.error, None);
+        assert!(extend_build(&records, before, &options(None)).is_none());
+        assert!(prefix_merging(&records, &options(None)).error.is_some());
+    }
+
+    #[test]
+    fn another_terminal_call_is_built_whole_and_the_same_one_extends() {
+        let records = [
+            record("a", None, &[1, 2], &[3]),
+            record("b", Some("a"), &[1, 2, 3, 4], &[5]),
+        ];
+        let before = prefix_merging(&records[..1], &options(Some("a")));
+        assert!(extend_build(&records, before.clone(), &options(Some("b"))).is_none());
+        assert!(extend_build(&records, before.clone(), &options(None)).is_none());
+        let extended = extend_build(&records, before, &options(Some("a"))).expect("extends");
+        let full = prefix_merging(&records, &options(Some("a")));
+        assert_eq!(format!("{extended:?}"), format!("{full:?}"));
+    }
+}
