@@ -134,7 +134,7 @@ impl LiveStore {
         for location in new {
             let options = crate::load::options_for(&self.options, &self.rows, &location);
             if let Some(rollout) = self.rollouts.get_mut(&location) {
-                let analysis = rollout.analyze_now(&options);
+                let analysis = rollout.analyze_now(&options).clone();
                 self.warm(&location);
                 events.push(StoreEvent::Detail(Box::new(analysis)));
             }

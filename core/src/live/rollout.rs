@@ -136,7 +136,7 @@ impl LiveRollout {
     }
 
     /// The analysis now, reading the files of a cooled rollout again.
-    pub(crate) fn analyze_now(&mut self, options: &VerdictOptions) -> Analysis {
+    pub(crate) fn analyze_now(&mut self, options: &VerdictOptions) -> &Analysis {
         let mut reread = false;
         for tail in self.tails_mut() {
             if tail.is_cold() {
@@ -148,7 +148,7 @@ impl LiveRollout {
             self.cache.clear();
             self.forget_digests_unless_continued();
         }
-        self.analyze(options).clone()
+        self.analyze(options)
     }
 
     /// Read what changed; `Some(analysis)` when anything did.
@@ -179,11 +179,11 @@ impl LiveRollout {
         if !changed {
             return None;
         }
-        if cold {
-            self.analyze_now(options);
-            return self.last.as_ref();
-        }
-        Some(self.analyze(options))
+        Some(if cold {
+            self.analyze_now(options)
+        } else {
+            self.analyze(options)
+        })
     }
 
     /// The records file was read whole: its digests hold only if it is the file read

@@ -61,7 +61,7 @@ impl LiveStore {
                 continue;
             };
             let was_cold = rollout.is_cold();
-            let analysis = rollout.analyze_now(&options);
+            let analysis = rollout.analyze_now(&options).clone();
             if was_cold {
                 rollout.cool();
             }
