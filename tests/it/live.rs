@@ -495,3 +495,37 @@ fn a_deleted_store_is_reported_and_followed_when_back_with_events() {
 fn a_deleted_store_is_reported_and_followed_when_back_when_polling() {
     store_deleted_and_recreated(WatchMode::Poll(Duration::from_millis(50)));
 }
+
+/// A store deleted and made again at once, between two looks of the presence check: the
+/// directory may come back with its old inode (ext4 reuses it), so only its events say the
+/// old one went. Its new rollouts must still be seen with change events.
+#[test]
+fn a_store_deleted_and_made_again_at_once_is_followed_with_events() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let handle = watch(vec![dir.clone()], WatchOptions::default());
+    let next = |step: &str, wanted: &dyn Fn(&StoreEvent) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(event) = handle.events.recv_timeout(Duration::from_millis(200))
+                && wanted(&event)
+            {
+                return;
+            }
+        }
+        panic!("{step}: no such event");
+    };
+    next("scanned", &|e| matches!(e, StoreEvent::Ready));
+    std::fs::remove_dir(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    // Long after the presence check looked, so only the events can tell.
+    std::thread::sleep(Duration::from_millis(1_200));
+    let mut rollout = linear_rollout("t", 2, &mut Rng::new(9), 5, false, true);
+    rollout.frozen = true;
+    rollout.write(&dir).unwrap();
+    next(
+        "written into the new directory",
+        &|e| matches!(e, StoreEvent::Updated(a) if a.rollout_id() == "t" && a.records == 2),
+    );
+}

@@ -219,6 +219,10 @@ fn to_notify(
         EventKind::Remove(RemoveKind::Folder)
     } else if mask.contains(EventMask::MOVE_SELF) {
         EventKind::Modify(ModifyKind::Name(RenameMode::Any))
+    } else if mask.contains(EventMask::IGNORED) {
+        // The kernel dropped the watch (its directory deleted, or on another file system
+        // unmounted): as good as removed. (One we removed ourselves is no longer in `paths`.)
+        EventKind::Remove(RemoveKind::Folder)
     } else {
         return None;
     };

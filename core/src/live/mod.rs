@@ -257,6 +257,11 @@ impl LiveStore {
         events
     }
 
+    /// Whether `path` is one of the followed directories itself.
+    pub(crate) fn is_followed_dir(&self, path: &Path) -> bool {
+        self.dirs.iter().any(|dir| dir == path)
+    }
+
     /// The rollout a changed path belongs to, if it is a rollout file of a followed directory.
     pub(crate) fn location_of(&self, path: &Path) -> Option<RolloutLocation> {
         let dir = path.parent()?;

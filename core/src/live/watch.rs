@@ -298,6 +298,16 @@ fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
     }
 }
 
+/// Whether `event` may end a directory's watch: the directory itself removed or renamed
+/// (the paths say which).
+fn ends_a_watch(event: &notify::Event) -> bool {
+    matches!(
+        event.kind,
+        notify::EventKind::Remove(_)
+            | notify::EventKind::Modify(notify::event::ModifyKind::Name(_))
+    )
+}
+
 /// The change events' source: on Linux inotify asked only for changes (see
 /// [`super::inotify`]), elsewhere notify's own.
 #[cfg(target_os = "linux")]
@@ -502,18 +512,34 @@ fn run(
                 let mut rescan = false;
                 let mut rows_changed = false;
                 let mut dirty = BTreeSet::new();
+                let mut lost = BTreeSet::new();
                 for event in batch {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
+
                         // Opening and reading files (ours included!) is no change: reacting to
                         // it would make every refresh trigger the next one.
                         Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
                         Ok(event) => {
                             rows_changed |= event.paths.iter().any(|p| store.is_rows_file(p));
                             dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)));
+                            // A followed directory deleted or renamed: its watch is gone, even
+                            // if one is back already under its path with its inode (ext4
+                            // reuses it), which the presence check cannot tell from the old.
+                            if ends_a_watch(&event) {
+                                let followed =
+                                    event.paths.iter().filter(|p| store.is_followed_dir(p));
+                                lost.extend(followed.cloned());
+                            }
                         }
                         Err(_) => rescan = true,
                     }
+                }
+                for dir in &lost {
+                    // Subscribed again when it is there; else the presence check reports it
+                    // gone, and back when it is.
+                    unwatched.watch(watcher.as_mut(), dir, &sender);
+                    rescan = true;
                 }
                 if rows_changed && !send_rows(&sender, &mut store) {
                     return;
