@@ -497,13 +497,10 @@ fn run(
                     Input::Ui(request) => requests.push(request),
                 };
                 take(first);
-                let deadline = Instant::now() + options.coalesce;
-                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-                    match inputs.recv_timeout(left) {
-                        Ok(input) => take(input),
-                        Err(_) => break,
-                    }
-                }
+                // Asleep for the whole window, then everything that came: waking for each
+                // event of a burst cost more than the events.
+                std::thread::sleep(options.coalesce);
+                inputs.try_iter().for_each(&mut take);
                 for request in requests {
                     if !answer(request, &mut store, &sender) {
                         return;
