@@ -513,7 +513,6 @@ fn run(
                 for event in batch {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
-
                         // Opening and reading files (ours included!) is no change: reacting to
                         // it would make every refresh trigger the next one.
                         Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
