@@ -26,58 +26,71 @@ pub struct Work {
     pub refreshes: u64,
 }
 
-thread_local! {
-    static WORK: Cell<Work> = const { Cell::new(Work {
-        records_parsed: 0,
-        tokens_hashed: 0,
-        calls_linked: 0,
-        full_builds: 0,
-        extended_builds: 0,
-        refreshes: 0,
-    }) };
+/// Fields of [`Work`], in the order of [`Work::fields`].
+const FIELDS: usize = 6;
+
+impl Work {
+    /// Nothing done.
+    const NONE: Work = Work::from_fields([0; FIELDS]);
+
+    /// Its counts, field by field (the one place that lists them).
+    const fn fields(self) -> [u64; FIELDS] {
+        [
+            self.records_parsed,
+            self.tokens_hashed,
+            self.calls_linked,
+            self.full_builds,
+            self.extended_builds,
+            self.refreshes,
+        ]
+    }
+
+    const fn from_fields(fields: [u64; FIELDS]) -> Work {
+        let [
+            records_parsed,
+            tokens_hashed,
+            calls_linked,
+            full_builds,
+            extended_builds,
+            refreshes,
+        ] = fields;
+        Work {
+            records_parsed,
+            tokens_hashed,
+            calls_linked,
+            full_builds,
+            extended_builds,
+            refreshes,
+        }
+    }
 }
 
-/// The process's counts, by field of [`Work`].
-static TOTAL: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+thread_local! {
+    static WORK: Cell<Work> = const { Cell::new(Work::NONE) };
+}
+
+/// The process's counts, by field of [`Work::fields`].
+static TOTAL: [AtomicU64; FIELDS] = [const { AtomicU64::new(0) }; FIELDS];
 
 /// The work every thread of the process did so far.
 pub fn process_total() -> Work {
-    let [
-        records_parsed,
-        tokens_hashed,
-        calls_linked,
-        full_builds,
-        extended_builds,
-        refreshes,
-    ] = std::array::from_fn(|field| TOTAL[field].load(Ordering::Relaxed));
-    Work {
-        records_parsed,
-        tokens_hashed,
-        calls_linked,
-        full_builds,
-        extended_builds,
-        refreshes,
-    }
+    Work::from_fields(std::array::from_fn(|field| {
+        TOTAL[field].load(Ordering::Relaxed)
+    }))
 }
 
 impl std::ops::Sub for Work {
     type Output = Work;
 
     fn sub(self, earlier: Work) -> Work {
-        Work {
-            records_parsed: self.records_parsed - earlier.records_parsed,
-            tokens_hashed: self.tokens_hashed - earlier.tokens_hashed,
-            calls_linked: self.calls_linked - earlier.calls_linked,
-            full_builds: self.full_builds - earlier.full_builds,
-            extended_builds: self.extended_builds - earlier.extended_builds,
-            refreshes: self.refreshes - earlier.refreshes,
-        }
+        let (now, before) = (self.fields(), earlier.fields());
+        Work::from_fields(std::array::from_fn(|field| now[field] - before[field]))
     }
 }
 
 /// The work this thread did since the last call, and start counting again.
 pub fn take() -> Work {
-    WORK.replace(Work::default())
+    WORK.replace(Work::NONE)
 }
 
 /// Count some work on this thread.
@@ -87,15 +100,7 @@ pub(crate) fn count(add: impl FnOnce(&mut Work)) {
         let mut work = before;
         add(&mut work);
         cell.set(work);
-        let fields = [
-            work.records_parsed - before.records_parsed,
-            work.tokens_hashed - before.tokens_hashed,
-            work.calls_linked - before.calls_linked,
-            work.full_builds - before.full_builds,
-            work.extended_builds - before.extended_builds,
-            work.refreshes - before.refreshes,
-        ];
-        for (total, added) in TOTAL.iter().zip(fields) {
+        for (total, added) in TOTAL.iter().zip((work - before).fields()) {
             if added > 0 {
                 total.fetch_add(added, Ordering::Relaxed);
             }

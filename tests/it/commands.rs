@@ -542,9 +542,7 @@ fn the_inspector_says_what_the_build_did_with_a_record_in_words() {
                 text.contains("build decision: set aside: "),
                 "{rollout} {call}: {text}"
             );
-            for name in ["DeltaBroken", "Duplicate(", "Conflict(", "EmptyGeneration"] {
-                assert!(!text.contains(name), "{name} on screen: {text}");
-            }
+            common::assert_no_fate_names(&text, &format!("{rollout} {call}"));
         }
     }
 }

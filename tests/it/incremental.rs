@@ -92,18 +92,29 @@ fn child_of(written: &mut Written, parent: usize, rng: &mut Rng, delta: bool) ->
     call
 }
 
+/// A new root call of `prompt` and `generation` random tokens, noted.
+fn root_of(written: &mut Written, rng: &mut Rng, prompt: usize, generation: usize) -> Call {
+    let id = written.fresh_id();
+    written.time += 1.0;
+    let root = Call::root(
+        &id,
+        rng.tokens(prompt),
+        rng.tokens(generation),
+        written.time,
+    );
+    written.note(
+        &root,
+        [root.prompt.clone(), root.generation.clone()].concat(),
+    );
+    root
+}
+
 /// One random step of a run: the calls to write (each after its intent).
 fn step(written: &mut Written, rng: &mut Rng) -> Vec<Call> {
     let leaf = match written.leaf {
         Some(leaf) => leaf,
         None => {
-            let id = written.fresh_id();
-            written.time += 1.0;
-            let root = Call::root(&id, rng.tokens(20), rng.tokens(5), written.time);
-            written.note(
-                &root,
-                [root.prompt.clone(), root.generation.clone()].concat(),
-            );
+            let root = root_of(written, rng, 20, 5);
             written.leaf = Some(written.calls.len());
             written.calls.push(root.clone());
             return vec![root];
@@ -162,13 +173,7 @@ fn step(written: &mut Written, rng: &mut Rng) -> Vec<Call> {
         }
         // A new root (a subagent, a compaction).
         77..=80 => {
-            let id = written.fresh_id();
-            written.time += 1.0;
-            let root = Call::root(&id, rng.tokens(30), rng.tokens(3), written.time);
-            written.note(
-                &root,
-                [root.prompt.clone(), root.generation.clone()].concat(),
-            );
+            let root = root_of(written, rng, 30, 3);
             written.other = Some(written.calls.len());
             calls.push(root);
             new_leaf = false;

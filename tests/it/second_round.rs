@@ -156,9 +156,7 @@ fn ages_counts_and_records_in_words_at_every_size() {
             inspector.contains("build decision: "),
             "{size:?}:\n{inspector}"
         );
-        for name in ["DeltaBroken", "Duplicate(", "Conflict(", "EmptyGeneration"] {
-            assert!(!inspector.contains(name), "{size:?}: {name}");
-        }
+        common::assert_no_fate_names(&inspector, &format!("{size:?}"));
     }
 }
 

@@ -317,7 +317,8 @@ type StoreWatcher = notify::RecommendedWatcher;
 
 /// Events that change nothing a reader sees, dropped where they arrive so they do not wake
 /// the watcher: opening, reading and closing files (ours included: every refresh opens
-/// some), and the writer's state written aside before its rename (the rename is the change).
+/// some, and reacting to that would make each refresh trigger the next), and the writer's
+/// state written aside before its rename (the rename is the change).
 fn is_no_change(event: &notify::Result<notify::Event>) -> bool {
     let Ok(event) = event else { return false };
     if event.need_rescan() {
@@ -513,9 +514,7 @@ fn run(
                 for event in batch {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
-                        // Opening and reading files (ours included!) is no change: reacting to
-                        // it would make every refresh trigger the next one.
-                        Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => {}
+                        // (Accesses never come: `is_no_change` drops them where they arrive.)
                         Ok(event) => {
                             rows_changed |= event.paths.iter().any(|p| store.is_rows_file(p));
                             dirty.extend(event.paths.iter().filter_map(|p| store.location_of(p)));

@@ -296,3 +296,11 @@ pub fn graph_text(analysis: &tokscope_core::verdict::Analysis) -> String {
         .map(|l| format!("{}\n", tokscope_core::graph::text::line_text(l)))
         .collect()
 }
+
+/// The inspector words a set-aside record's fate: no `RecordFate` variant name reaches the
+/// screen.
+pub fn assert_no_fate_names(text: &str, what: &str) {
+    for name in ["DeltaBroken", "Duplicate(", "Conflict(", "EmptyGeneration"] {
+        assert!(!text.contains(name), "{what}: {name} on screen: {text}");
+    }
+}
