@@ -93,6 +93,9 @@ pub enum Command {
     /// Group the masked and at-risk rollouts by cause (with reward, agent and task from the
     /// rows), and list the tasks masking thins: the run-level why, for a CI log or a ticket.
     Why(WhyArgs),
+    /// Compare two runs (A/B): verdict flips of the rollouts matched by id (else by task),
+    /// cause groups side by side, delivered share and reward per side and per agent.
+    Diff(DiffArgs),
     /// Open the explorer replaying a recorded store call by call, from the first call.
     Replay(ReplayArgs),
     /// Write the bundled demo store progressively into a fresh temporary directory, following
@@ -179,7 +182,29 @@ pub struct WhyArgs {
     pub format: WhyFormat,
 }
 
-/// Output formats of `why`.
+/// Arguments of `tokscope diff`.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The first run's token-store directory (before).
+    pub store_a: PathBuf,
+    /// The second run's token-store directory (after).
+    pub store_b: PathBuf,
+    /// Rows of run A (a JSONL file or a directory of them; repeatable). Rows files inside
+    /// the store directory are found without it.
+    #[arg(long = "rollouts-a", value_name = "PATH")]
+    pub rows_a: Vec<PathBuf>,
+    /// Rows of run B (as --rollouts-a).
+    #[arg(long = "rollouts-b", value_name = "PATH")]
+    pub rows_b: Vec<PathBuf>,
+    /// A local Hugging Face `tokenizer.json` to classify broken links' text on both sides.
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = WhyFormat::Text)]
+    pub format: WhyFormat,
+}
+
+/// Output formats of `why` and `diff`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WhyFormat {
     /// Aligned text (a CI log).

@@ -4,7 +4,7 @@
 //!
 //! Layers, lowest first: [`text`] and [`store`] read files (never write), [`rebuild`] rebuilds
 //! chains, [`observe`] reads rollout rows, [`verdict`] judges a rollout like the reference
-//! consumer, [`gaps`] and [`graph`] say what is missing, [`health`] counts a store,
+//! consumer, [`gaps`] and [`graph`] say what is missing, [`health`] counts a store, [`compare`] sets two runs side by side,
 //! [`load`] does it for whole stores, [`live`] follows stores being written, and [`follow`] is
 //! the kill switch's judge.
 
@@ -12,6 +12,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod causes;
+pub mod compare;
 pub mod detok;
 pub mod follow;
 pub mod gaps;

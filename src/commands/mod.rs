@@ -5,6 +5,7 @@ mod assets;
 mod build;
 mod check;
 mod demo;
+mod diff;
 mod explore;
 mod follow;
 mod replay;
@@ -31,6 +32,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Check(args)) => check::run(args, &rows),
         Some(Command::Replay(args)) => replay::run(args, rows),
         Some(Command::Why(args)) => why::run(args, &rows),
+        Some(Command::Diff(args)) => diff::run(args),
         Some(Command::Demo(args)) => demo::run(args, rows),
         Some(Command::Completions(args)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -66,7 +68,17 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
             );
         }
     }
-    for path in &cli.input.rows {
+    if let Some(Command::Diff(_)) = &cli.command
+        && !cli.input.rows.is_empty()
+    {
+        anyhow::bail!(
+            "diff: give each side its rows with --rollouts-a PATH and --rollouts-b PATH (one --rollouts would give both runs the same rewards)"
+        );
+    }
+    for path in cli.input.rows.iter().chain(match &cli.command {
+        Some(Command::Diff(args)) => args.rows_a.iter().chain(&args.rows_b).collect::<Vec<_>>(),
+        _ => Vec::new(),
+    }) {
         if std::fs::metadata(path).is_err() {
             anyhow::bail!("--rollouts {}: no such file or directory", path.display());
         }
@@ -76,7 +88,9 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
         Some(Command::Check(args)) => &mut args.stores,
         Some(Command::Replay(args)) => &mut args.stores,
         Some(Command::Why(args)) => &mut args.stores,
-        Some(Command::Demo(_) | Command::Completions(_) | Command::Man) => return Ok(()),
+        Some(Command::Demo(_) | Command::Diff(_) | Command::Completions(_) | Command::Man) => {
+            return Ok(());
+        }
         None => &mut cli.stores,
     };
     let mut seen = std::collections::HashSet::new();
@@ -111,6 +125,27 @@ fn read_rows(stores: &[PathBuf], paths: &[PathBuf]) -> Rows {
         eprintln!("tokscope: {}", tokscope_core::text::sanitize(&line));
     }
     rows
+}
+
+/// Write `text` to standard output; a reader that stopped reading (`| head`) has what it
+/// wanted.
+fn print(text: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Write `value` as pretty JSON, with the C1 controls and line separators a terminal would
+/// act on escaped.
+fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    let mut json = serde_json::to_string_pretty(value)?;
+    json.push('\n');
+    print(&tokscope_core::text::escape_json_controls(
+        json.into_bytes(),
+    ))
 }
 
 /// Whether standard input and output are a terminal (else the explorer prints a table).

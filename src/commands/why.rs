@@ -1,6 +1,5 @@
 //! `tokscope why`: a run's masked rollouts grouped by cause, headless (a CI log, a ticket).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -80,23 +79,10 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .map(|(dir, tally)| (dir.display().to_string(), tally))
         .collect();
     let (causes, tally) = (&health.causes, &health.tally);
-    let out = match args.format {
-        WhyFormat::Text => render::text(causes, tally, &stores),
-        WhyFormat::Markdown => render::markdown(causes, tally, &stores),
-        WhyFormat::Json => {
-            let mut json = serde_json::to_string_pretty(&render::json(causes, tally, &stores))?;
-            json.push('\n');
-            json
-        }
-    };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        // A reader that stopped reading (`| head`) has what it wanted.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other?,
+    match args.format {
+        WhyFormat::Text => super::print(render::text(causes, tally, &stores).as_bytes())?,
+        WhyFormat::Markdown => super::print(render::markdown(causes, tally, &stores).as_bytes())?,
+        WhyFormat::Json => super::print_json(&render::json(causes, tally, &stores))?,
     }
     Ok(ExitCode::SUCCESS)
 }

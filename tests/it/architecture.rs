@@ -37,6 +37,7 @@ const CORE: Crate = Crate {
         ("health", 6), // store-wide counts of summaries, the causes among them
         ("graph", 6),  // the observation graph, above judging
         ("report", 7),
+        ("compare", 7), // two runs side by side
         ("table", 7),
         ("load", 8),
         ("live", 9),

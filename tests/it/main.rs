@@ -8,6 +8,7 @@ mod causes;
 mod causes_view;
 mod cli;
 mod commands;
+mod compare;
 mod config;
 mod conformance;
 mod follow;

@@ -143,7 +143,7 @@ pub fn text(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String {
 }
 
 /// A markdown cell: no pipes, line breaks or tags (a renderer would take `<think>` for HTML).
-fn cell(text: &str) -> String {
+pub fn cell(text: &str) -> String {
     sanitize(text)
         .replace('&', "&amp;")
         .replace('<', "&lt;")

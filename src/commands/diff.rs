@@ -1,0 +1,58 @@
+//! `tokscope diff`: two runs compared (A/B), headless.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokscope_core::compare::{Diff, Side, render};
+use tokscope_core::detok::Detokenizer;
+use tokscope_core::load::{analyze_in_order, locate};
+use tokscope_core::text::sanitize;
+use tokscope_core::verdict::{Summary, VerdictOptions};
+
+use super::read_rows;
+use crate::cli::{DiffArgs, WhyFormat};
+
+/// One side, judged and counted in one pass over its rollouts.
+fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::Result<Side> {
+    let stores = vec![store];
+    let rows = read_rows(&stores, rows);
+    let locations = locate(&stores, &[])?;
+    if locations.is_empty() {
+        eprintln!(
+            "tokscope: no rollouts (no *.tokens.* files) in {}",
+            sanitize(&stores[0].display().to_string())
+        );
+    }
+    let mut side = Side::new(stores);
+    analyze_in_order(
+        &locations,
+        options,
+        &rows,
+        |analysis| Summary::of(&analysis),
+        |summary| side.add(&summary),
+    );
+    Ok(side)
+}
+
+/// Run `diff`.
+pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let options = VerdictOptions {
+        detokenizer: args
+            .tokenizer
+            .as_deref()
+            .map(Detokenizer::load)
+            .transpose()?
+            .map(Arc::new),
+        ..VerdictOptions::default()
+    };
+    let a = side(args.store_a, &args.rows_a, &options)?;
+    let b = side(args.store_b, &args.rows_b, &options)?;
+    let diff = Diff::of(&a, &b);
+    match args.format {
+        WhyFormat::Text => super::print(render::text(&a, &b, &diff).as_bytes())?,
+        WhyFormat::Markdown => super::print(render::markdown(&a, &b, &diff).as_bytes())?,
+        WhyFormat::Json => super::print_json(&render::json(&a, &b, &diff))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

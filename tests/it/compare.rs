@@ -1,0 +1,267 @@
+//! `tokscope diff`: two runs written through the reference lifecycle that differ in known
+//! ways (a rollout fixed, three broken — one of them matched by task under another id —, one
+//! gone, one new, a cause group that appears and one that grows), in every format.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use tokscope_testkit::{Call, Rng, RunWriter};
+
+/// What a rollout of a test run is.
+#[derive(Clone, Copy)]
+enum Fate {
+    /// Every call recorded.
+    Ok,
+    /// Its last call dispatched and never recorded (capture incomplete).
+    Lost,
+    /// Its second call does not continue the first (a broken link).
+    Broken,
+}
+
+fn write_rollout(writer: &RunWriter, id: &str, fate: Fate, retire: bool) {
+    match fate {
+        Fate::Ok => writer.rollout(id, 3, false, retire).unwrap(),
+        Fate::Lost => writer.rollout(id, 3, true, false).unwrap(),
+        Fate::Broken => {
+            writer.clear(id).unwrap();
+            let mut rng = Rng::new(7);
+            let root = Call::root(&format!("{id}-c1"), rng.tokens(40), rng.tokens(10), 1.0e9);
+            // The history re-rendered: the parent's generation is not the child's prefix.
+            let child = Call::child(
+                &format!("{id}-c2"),
+                &root.id,
+                rng.tokens(60),
+                rng.tokens(5),
+                1.0e9 + 1.0,
+            );
+            for call in [&root, &child] {
+                writer.begin_call(id, &call.id).unwrap();
+                writer.append(id, call).unwrap();
+            }
+            writer.freeze(id).unwrap();
+        }
+    }
+}
+
+/// A run: `(id, fate, retired, agent, reward, task, sample)` for each rollout, its rows
+/// written to `rows.jsonl` beside (not inside) the store.
+type Plan<'a> = &'a [(&'a str, Fate, bool, &'a str, f64, u32, u32)];
+
+fn write_run(dir: &Path, plan: Plan) -> std::path::PathBuf {
+    let store = dir.join("store");
+    let writer = RunWriter::new(&store);
+    let mut rows = String::new();
+    for &(id, fate, retire, agent, reward, task, sample) in plan {
+        write_rollout(&writer, id, fate, retire);
+        rows.push_str(
+            &json!({"_ng_rollout_id": id, "reward": reward, "agent_ref": {"name": agent},
+                     "_ng_task_index": task, "_ng_rollout_index": sample})
+            .to_string(),
+        );
+        rows.push('\n');
+    }
+    std::fs::write(dir.join("rows.jsonl"), rows).unwrap();
+    store
+}
+
+/// Runs A and B, and what tells them apart.
+fn runs(dir: &Path) -> (String, String, String, String) {
+    use Fate::*;
+    let a = write_run(
+        &dir.join("a"),
+        &[
+            ("r1", Ok, false, "swe", 1.0, 1, 0),
+            ("r2", Lost, false, "swe", 1.0, 2, 0),
+            ("r3", Lost, false, "math", 0.0, 3, 0),
+            ("r4", Ok, false, "math", 1.0, 4, 0),
+            ("r5", Ok, false, "math", 0.0, 5, 0),
+            ("r6", Ok, false, "swe", 1.0, 6, 0),
+            ("x-t7", Ok, false, "swe", 1.0, 7, 0),
+            ("gone-1", Ok, false, "swe", 1.0, 8, 0),
+        ],
+    );
+    let b = write_run(
+        &dir.join("b"),
+        &[
+            ("r1", Ok, false, "swe", 1.0, 1, 0),
+            ("r2", Ok, true, "swe", 1.0, 2, 0), // fixed (and retired: still delivered)
+            ("r3", Lost, false, "math", 0.0, 3, 0),
+            ("r4", Lost, false, "math", 1.0, 4, 0), // broke
+            ("r5", Ok, true, "math", 0.0, 5, 0),
+            ("r6", Broken, false, "swe", 1.0, 6, 0), // broke, a new cause
+            ("y-t7", Lost, false, "swe", 1.0, 7, 0), // broke, matched by task
+            ("new-1", Lost, false, "math", 0.5, 9, 0),
+        ],
+    );
+    let rows = |side: &str| dir.join(side).join("rows.jsonl").display().to_string();
+    (
+        a.display().to_string(),
+        b.display().to_string(),
+        rows("a"),
+        rows("b"),
+    )
+}
+
+fn diff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .arg("diff")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn two_runs_differing_in_known_ways_diff_to_exactly_those_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, rows_a, rows_b) = runs(dir.path());
+    let with_rows = ["--rollouts-a", &rows_a, "--rollouts-b", &rows_b];
+    let json_out = stdout(&diff(
+        &[&[a.as_str(), &b, "--format", "json"], &with_rows[..]].concat(),
+    ));
+    let value: Value = serde_json::from_str(&json_out).unwrap();
+    assert_eq!(
+        value["flips"],
+        json!({"masked_to_ok": ["r2"], "ok_to_masked": ["r4", "r6", "x-t7"],
+               "only_a": ["gone-1"], "only_b": ["new-1"]})
+    );
+    assert_eq!(
+        value["matched"],
+        json!({"by_id": 6, "by_task_sample": 1, "by_task": 0})
+    );
+    let by_task = value["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["a"] == "x-t7")
+        .unwrap();
+    assert_eq!(
+        (&by_task["b"], &by_task["by"], &by_task["b_outcome"]),
+        (&json!("y-t7"), &json!("task_sample"), &json!("masked"))
+    );
+    assert_eq!(
+        (&value["a"]["rollouts"], &value["a"]["masked"]),
+        (&json!(8), &json!(2))
+    );
+    assert_eq!(
+        (&value["b"]["rollouts"], &value["b"]["masked"]),
+        (&json!(8), &json!(5))
+    );
+    assert_eq!(value["a"]["delivered_fraction"], json!(0.75));
+    assert_eq!(value["b"]["delivered_fraction"], json!(3.0 / 8.0));
+    // A: 6 of 8 rewards are 1.0; B: r3 0, r5 0, new-1 0.5, the rest 1.
+    assert_eq!(value["a"]["mean_reward"], json!(0.75));
+    assert_eq!(value["b"]["mean_reward"], json!(5.5 / 8.0));
+    let groups: Vec<(&str, u64, u64, &str)> = value["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["reason"].as_str().unwrap(),
+                g["a"].as_u64().unwrap(),
+                g["b"].as_u64().unwrap(),
+                g["change"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(groups[0].1..=groups[0].2, 2..=4, "{groups:?}");
+    assert_eq!(groups[0].3, "grew");
+    assert_eq!((groups[1].1, groups[1].2, groups[1].3), (0, 1, "appeared"));
+    assert!(
+        groups[1].0.contains("link") || groups[1].0.contains("parent"),
+        "{groups:?}"
+    );
+    let agents: Vec<(&str, u64, u64)> = value["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["agent"].as_str().unwrap(),
+                r["a"]["masked"].as_u64().unwrap(),
+                r["b"]["masked"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(agents, [("math", 1, 3), ("swe", 1, 2)]);
+
+    let text = stdout(&diff(&[&[a.as_str(), &b], &with_rows[..]].concat()));
+    for line in [
+        "masked → ok           1  r2",
+        "ok → masked           3  r4, r6, x-t7 ↔ y-t7",
+        "only in A (gone)      1  gone-1",
+        "only in B (new)       1  new-1",
+        "matched 6 by id, 1 by task and sample, 0 by task; 1 only in A, 1 only in B",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    assert!(text.contains("appeared") && text.contains("grew"), "{text}");
+    assert!(
+        text.contains("  math             rollouts 3 → 4, masked 1 → 3, delivered 66.7% → 25.0%, mean reward 0.333 → 0.375"),
+        "{text}"
+    );
+
+    let markdown = stdout(&diff(
+        &[&[a.as_str(), &b, "--format", "markdown"], &with_rows[..]].concat(),
+    ));
+    assert!(
+        markdown.contains("| ok → masked | 3 | r4, r6, x-t7 ↔ y-t7 |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| appeared |"), "{markdown}");
+    assert!(markdown.contains("| swe | B | 4 | 2 |"), "{markdown}");
+}
+
+#[test]
+fn without_rows_rollouts_match_by_id_only_and_the_text_says_nothing_of_reward() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, _, _) = runs(dir.path());
+    let value: Value = serde_json::from_str(&stdout(&diff(&[&a, &b, "--format", "json"]))).unwrap();
+    assert_eq!(value["flips"]["only_a"], json!(["gone-1", "x-t7"]));
+    assert_eq!(value["flips"]["only_b"], json!(["new-1", "y-t7"]));
+    assert_eq!(value["a"]["mean_reward"], Value::Null);
+    let text = stdout(&diff(&[&a, &b]));
+    assert!(!text.contains("reward"), "{text}");
+}
+
+#[test]
+fn a_store_diffed_with_itself_has_no_flips() {
+    let store = crate::common::fixture("causes/store");
+    let store = store.to_str().unwrap();
+    let value: Value =
+        serde_json::from_str(&stdout(&diff(&[store, store, "--format", "json"]))).unwrap();
+    for flip in ["masked_to_ok", "ok_to_masked", "only_a", "only_b"] {
+        assert_eq!(value["flips"][flip], json!([]), "{flip}");
+    }
+    for group in value["groups"].as_array().unwrap() {
+        assert_eq!(group["a"], group["b"]);
+        assert_eq!(group["change"], "same");
+    }
+}
+
+#[test]
+fn one_rows_file_for_both_sides_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, rows_a, _) = runs(dir.path());
+    let output = Command::new(env!("CARGO_BIN_EXE_tokscope"))
+        .args(["diff", &a, &b, "--rollouts", &rows_a])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--rollouts-a"), "{stderr}");
+    let missing = diff(&[&a, "/nonexistent/b"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/b"));
+}
