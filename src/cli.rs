@@ -180,6 +180,11 @@ pub struct WhyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = WhyFormat::Text)]
     pub format: WhyFormat,
+    /// Instead of the groups, the run over time in buckets of BUCKET (`60`, `30s`, `5m`,
+    /// `1h`): one JSON object a line — rollouts finished and masked, the top causes, calls/s
+    /// and calls in flight — for plotting.
+    #[arg(long, value_name = "BUCKET", value_parser = bucket)]
+    pub by_time: Option<f64>,
 }
 
 /// Arguments of `tokscope diff`.
@@ -305,6 +310,10 @@ fn seconds(text: &str) -> Result<f64, ArgError> {
         return Err(ArgError::NotSeconds(text.to_owned()));
     }
     Ok(value)
+}
+
+fn bucket(text: &str) -> Result<f64, tokscope_core::timeline::BadBucket> {
+    tokscope_core::timeline::parse_bucket(text)
 }
 
 fn poll_ms(text: &str) -> Result<u64, ArgError> {

@@ -4,7 +4,7 @@
 //!
 //! Layers, lowest first: [`text`] and [`store`] read files (never write), [`rebuild`] rebuilds
 //! chains, [`observe`] reads rollout rows, [`verdict`] judges a rollout like the reference
-//! consumer, [`gaps`] and [`graph`] say what is missing, [`health`] counts a store, [`compare`] sets two runs side by side,
+//! consumer, [`gaps`] and [`graph`] say what is missing, [`health`] counts a store, [`compare`] sets two runs side by side, [`timeline`] lays a run out over time,
 //! [`load`] does it for whole stores, [`live`] follows stores being written, and [`follow`] is
 //! the kill switch's judge.
 
@@ -27,5 +27,6 @@ pub mod report;
 pub mod store;
 pub mod table;
 pub mod text;
+pub mod timeline;
 pub mod verdict;
 pub mod work;

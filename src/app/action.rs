@@ -17,6 +17,8 @@ pub enum Action {
     Help,
     /// Show or hide the causes view (masked rollouts grouped by cause).
     Causes,
+    /// Show or hide the timeline view (the run over time; the list follows its cursor).
+    Timeline,
     /// Focus the next pane.
     NextPane,
     /// Focus the previous pane.

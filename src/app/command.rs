@@ -20,6 +20,8 @@ pub enum Command {
     Replay(JumpTarget),
     /// `:causes` — open the causes view.
     Causes,
+    /// `:timeline` — open the timeline view.
+    Timeline,
     /// `:q` / `:quit` — leave, as `q` does.
     Quit,
 }
@@ -61,6 +63,7 @@ impl Command {
             })?),
             "q" | "quit" | "q!" | "qa" => Command::Quit,
             "causes" | "why" => Command::Causes,
+            "timeline" | "time" => Command::Timeline,
             "" => return Err(CommandError("empty command".into())),
             _ if rest.is_empty() => Command::Replay(
                 JumpTarget::parse(word).ok_or_else(|| CommandError("empty command".into()))?,
@@ -100,6 +103,11 @@ impl App {
             Command::Causes => {
                 if self.causes.is_none() {
                     self.toggle_causes();
+                }
+            }
+            Command::Timeline => {
+                if self.timeline.is_none() {
+                    self.toggle_timeline();
                 }
             }
             Command::Replay(target) => match (&target, &self.replay) {

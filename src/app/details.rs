@@ -194,6 +194,7 @@ impl App {
         let index = match self.index_of.get(&summary.location) {
             Some(&index) => {
                 self.health.remove(&self.rollouts[index]);
+                self.timeline_count(index, false);
                 self.rollouts[index] = summary;
                 index
             }
@@ -206,6 +207,7 @@ impl App {
             }
         };
         self.health.add(&self.rollouts[index]);
+        self.timeline_count(index, true);
         index
     }
 

@@ -40,7 +40,7 @@ const SORT_KEYS: [SortKey; 9] = [
 ];
 
 /// The fields a filter term may name.
-const FILTER_FIELDS: [&str; 4] = ["agent", "task", "store", "cause"];
+const FILTER_FIELDS: [&str; 5] = ["agent", "task", "store", "cause", "ended"];
 
 /// What is wrong with a filter line, if a word looks like a field test and is not one.
 pub fn filter_problem(filter: &str) -> Option<String> {
@@ -85,6 +85,9 @@ pub enum FilterTerm {
     Store(String),
     /// `cause:KEY`: the cause signature's key starts with it.
     Cause(String),
+    /// `ended:START+SECONDS`: the last record's time (UNIX seconds) is in that window (the
+    /// timeline's bucket).
+    Ended(f64, f64),
     /// Anything else: the id, a mask reason, the agent or the cause's title contains it.
     Text(String),
 }
@@ -115,6 +118,14 @@ impl FilterTerm {
                     .or_else(|| field("task:").map(FilterTerm::Task))
                     .or_else(|| field("store:").map(FilterTerm::Store))
                     .or_else(|| field("cause:").map(FilterTerm::Cause))
+                    .or_else(|| {
+                        let text = field("ended:")?;
+                        let (start, seconds) = text.split_once('+')?;
+                        Some(FilterTerm::Ended(
+                            start.parse().ok()?,
+                            seconds.parse().ok()?,
+                        ))
+                    })
                     .unwrap_or(FilterTerm::Text(word.clone()))
             })
             .collect()
@@ -139,6 +150,9 @@ impl FilterTerm {
                 .cause
                 .as_ref()
                 .is_some_and(|c| lower(&c.key()).starts_with(key.as_str())),
+            FilterTerm::Ended(start, seconds) => a
+                .last_write
+                .is_some_and(|t| (*start..start + seconds).contains(&t)),
             FilterTerm::Text(text) => {
                 lower(a.rollout_id()).contains(text)
                     || a.reasons

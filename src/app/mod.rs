@@ -24,6 +24,8 @@ pub mod replay;
 pub mod rollout;
 pub mod scroll;
 pub mod search;
+pub mod timeline;
+pub mod token_text;
 pub mod tree;
 mod viewport;
 pub mod yank;
@@ -44,6 +46,8 @@ pub use pane::{Pane, Tab};
 pub use remember::Remembered;
 pub use replay::{JumpTarget, ReplayState};
 pub use rollout::{RolloutView, TokenView, WhatIf};
+pub use timeline::TimelineView;
+pub use token_text::TokenText;
 pub use viewport::Viewport;
 
 pub use details::Details;
@@ -57,44 +61,6 @@ fn wall_clock() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// How the token pane shows tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TokenText {
-    /// Token ids in fixed cells.
-    Ids,
-    /// Decoded pieces in fixed cells (one cell a token).
-    Cells,
-    /// The chain decoded as wrapped prose.
-    Prose,
-}
-
-impl TokenText {
-    /// Its name in the remembered state.
-    pub fn name(self) -> &'static str {
-        match self {
-            TokenText::Ids => "ids",
-            TokenText::Cells => "cells",
-            TokenText::Prose => "prose",
-        }
-    }
-
-    /// The mode named `name`.
-    pub fn named(name: &str) -> Option<TokenText> {
-        [TokenText::Ids, TokenText::Cells, TokenText::Prose]
-            .into_iter()
-            .find(|mode| mode.name() == name)
-    }
-
-    /// The next mode (`T`).
-    pub fn next(self) -> TokenText {
-        match self {
-            TokenText::Cells => TokenText::Prose,
-            TokenText::Prose => TokenText::Ids,
-            TokenText::Ids => TokenText::Cells,
-        }
-    }
 }
 
 /// Text being typed.
@@ -237,6 +203,8 @@ pub struct App {
     pub help: scroll::Scroll,
     /// The causes view, when open.
     pub causes: Option<CausesView>,
+    /// The timeline view, when open.
+    pub timeline: Option<TimelineView>,
     /// Enter or `d` asked for this rollout's failing call before its analysis came.
     dive_pending: Option<usize>,
     /// The focused pane has the whole screen.
@@ -321,6 +289,7 @@ impl App {
             show_help: false,
             help: scroll::Scroll::default(),
             causes: None,
+            timeline: None,
             dive_pending: None,
             zoom: false,
             search: None,
@@ -506,6 +475,9 @@ impl App {
         if self.causes.is_some() && self.causes_key(action) {
             return;
         }
+        if self.timeline.is_some() && self.timeline_key(action) {
+            return;
+        }
         match action {
             Action::Dismiss => {
                 self.show_help = false;
@@ -519,6 +491,7 @@ impl App {
                 self.help.home();
             }
             Action::Causes => self.toggle_causes(),
+            Action::Timeline => self.toggle_timeline(),
             Action::ShowTab(tab) => self.focus_pane(tab.pane()),
             Action::Zoom => self.zoom = !self.zoom,
             Action::NextPane | Action::PrevPane => {

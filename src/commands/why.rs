@@ -8,7 +8,8 @@ use tokscope_core::causes::render;
 use tokscope_core::detok::Detokenizer;
 use tokscope_core::health::Health;
 use tokscope_core::load::{analyze_in_order, locate};
-use tokscope_core::text::sanitize;
+use tokscope_core::text::{sanitize, utc_of_seconds};
+use tokscope_core::timeline::Timeline;
 use tokscope_core::verdict::{Summary, Tally, VerdictOptions};
 
 use super::{assets, read_rows, stores_or_demo};
@@ -46,6 +47,7 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut health = Health::default();
     let mut by_store: std::collections::BTreeMap<PathBuf, Tally> = Default::default();
     let mut models = std::collections::BTreeSet::new();
+    let mut timeline = args.by_time.map(Timeline::new);
     analyze_in_order(
         &locations,
         &options,
@@ -60,6 +62,9 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 .or_default()
                 .count(summary.standing(), 1);
             health.add(&summary);
+            if let Some(timeline) = &mut timeline {
+                timeline.add(&summary);
+            }
             models.extend(model.filter(|m| !m.is_empty()));
         },
     );
@@ -74,6 +79,9 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
             sanitize(&path.display().to_string())
         );
     }
+    if let Some(timeline) = &timeline {
+        return print_series(timeline);
+    }
     let stores: Vec<(String, Tally)> = by_store
         .into_iter()
         .map(|(dir, tally)| (dir.display().to_string(), tally))
@@ -84,5 +92,26 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         WhyFormat::Markdown => super::print(render::markdown(causes, tally, &stores).as_bytes())?,
         WhyFormat::Json => super::print_json(&render::json(causes, tally, &stores))?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run over time, one JSON object a bucket (its start also in UTC), empty buckets
+/// included so that a plot's x axis is even.
+fn print_series(timeline: &Timeline) -> anyhow::Result<ExitCode> {
+    let series = timeline.series()?;
+    let mut out = String::new();
+    for bucket in &series {
+        let mut value = serde_json::to_value(bucket)?;
+        value["start_utc"] = serde_json::json!(utc_of_seconds(bucket.start));
+        out.push_str(&value.to_string());
+        out.push('\n');
+    }
+    if timeline.untimed() > 0 {
+        eprintln!(
+            "tokscope: {} rollout(s) have no record and so no time; they are in no bucket",
+            timeline.untimed()
+        );
+    }
+    super::print(&tokscope_core::text::escape_json_controls(out.into_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -31,6 +31,7 @@ const FIRST: &[Binding] = &[
     Binding { keys: &["Esc"], action: Action::Dismiss, scope: KeyScope::Global, help: "close help · clear the message and the divergence" },
     Binding { keys: &["Z"], action: Action::ToggleZone, scope: KeyScope::Global, help: "times in UTC / local time" },
     Binding { keys: &["C"], action: Action::Causes, scope: KeyScope::Global, help: "causes: masked rollouts grouped by cause" },
+    Binding { keys: &["W"], action: Action::Timeline, scope: KeyScope::Global, help: "timeline: the run over time (← → move, [ ] bucket width; the list follows)" },
     Binding { keys: &["Tab"], action: Action::NextPane, scope: KeyScope::Global, help: "next pane" },
     Binding { keys: &["Shift-Tab"], action: Action::PrevPane, scope: KeyScope::Global, help: "previous pane" },
 ];
@@ -79,7 +80,7 @@ const AFTER_TABS: &[Binding] = &[
     Binding { keys: &["2"], action: Action::Speed10, scope: KeyScope::Live, help: "replay: play at 10×" },
     Binding { keys: &["3"], action: Action::Speed100, scope: KeyScope::Live, help: "replay: play at 100×" },
     Binding { keys: &["I"], action: Action::SkipIdle, scope: KeyScope::Live, help: "replay: skip idle gaps (the clock jumps to the next write) on / off" },
-    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes (replay: :N :+s :-s :@s)" },
+    Binding { keys: &[":"], action: Action::Command, scope: KeyScope::Global, help: "command: :rollout ID :call ID :pos N :chain N :causes :timeline (replay: :N :+s :-s :@s)" },
 ];
 
 /// Every built-in binding, in the help's order: the first global keys, one for each tab

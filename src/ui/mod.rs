@@ -14,6 +14,7 @@ pub mod mouse;
 pub mod prose;
 pub mod strings;
 pub mod theme;
+mod timeline;
 pub mod tokens;
 pub mod tree;
 
@@ -85,6 +86,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
         draw_tab(frame, app, theme, areas.detail, &mut drawn);
     }
     bars::draw_status(frame, app, theme, areas.status);
+    if app.timeline.is_some() {
+        timeline::draw(frame, app, theme, &areas);
+    }
     if app.causes.is_some() {
         causes::draw(frame, app, theme);
     }

@@ -30,6 +30,14 @@ pub(crate) const ROW_DISAGREES: &str =
 pub(crate) const NO_CAUSES: &str = "no masked or at-risk rollout: no cause to filter to";
 /// Title of the causes view.
 pub(crate) const TITLE_CAUSES: &str = "causes";
+/// The timeline view's title.
+pub(crate) const TITLE_TIMELINE: &str = "timeline";
+/// The timeline view's keys, in its title.
+pub(crate) const TIMELINE_KEYS: &str = "← → move · [ ] width · Enter keep the list · Esc back";
+/// The timeline view with no record time to place.
+pub(crate) const TIMELINE_EMPTY: &str = "no record yet: nothing to place in time";
+/// Rollouts the timeline cannot place.
+pub(crate) const TIMELINE_UNTIMED: &str = "rollout(s) without a record: in no bucket";
 /// The causes view's keys.
 pub(crate) const CAUSES_KEYS: &str = "↑↓ select · Enter filter the list · Esc close";
 /// The causes view with no group.

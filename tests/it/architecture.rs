@@ -37,7 +37,8 @@ const CORE: Crate = Crate {
         ("health", 6), // store-wide counts of summaries, the causes among them
         ("graph", 6),  // the observation graph, above judging
         ("report", 7),
-        ("compare", 7), // two runs side by side
+        ("compare", 7),  // two runs side by side
+        ("timeline", 7), // a run over time
         ("table", 7),
         ("load", 8),
         ("live", 9),

@@ -23,4 +23,5 @@ mod read_only;
 mod rules;
 mod scale;
 mod second_round;
+mod timeline;
 mod tui;

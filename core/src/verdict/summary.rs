@@ -40,6 +40,10 @@ pub struct Summary {
     pub parent_decisions: BTreeMap<&'static str, usize>,
     /// Records by whole second of `created_at` (for the calls-per-second series).
     pub call_seconds: BTreeMap<i64, u32>,
+    /// Calls continuing a parent, each from its parent's `created_at` to its own (UNIX
+    /// seconds): it continues the parent's response, so it was dispatched after it. For the
+    /// calls-in-flight series.
+    pub call_spans: Vec<(f64, f64)>,
     /// The latest record's `created_at` (UNIX seconds): a call still in flight was dispatched
     /// after it, so its age is at least the time since.
     pub last_write: Option<f64>,
@@ -85,8 +89,16 @@ impl Summary {
             }
         }
         let mut parent_decisions = BTreeMap::new();
+        let mut call_spans = Vec::new();
         if let Some(build) = &analysis.build {
             for node in &build.nodes {
+                if let Some(parent) = node.parent {
+                    let start = capture.records[build.nodes[parent].record].created_at;
+                    let end = capture.records[node.record].created_at;
+                    if start.is_finite() && end.is_finite() && start < end {
+                        call_spans.push((start, end));
+                    }
+                }
                 let decision = match (node.note, node.parent) {
                     (Some(note), _) if note.is_boundary() => note.as_str(),
                     (Some(_), _) => "recovered",
@@ -127,6 +139,7 @@ impl Summary {
             prefix,
             parent_decisions,
             call_seconds,
+            call_spans,
             last_write,
             cause: matches!(analysis.standing(), Standing::Masked | Standing::AtRisk)
                 .then(|| cause_of(analysis))
