@@ -387,6 +387,7 @@ mod tests {
         let mut s = summaries().into_iter().next().unwrap();
         s.call_seconds = BTreeMap::from([(0, 1), (10_000_000, 1)]);
         s.call_spans.clear();
+        s.last_write = Some(10_000_000.0);
         let mut timeline = Timeline::new(1.0);
         timeline.add(&s);
         let error = timeline.series().unwrap_err();
