@@ -285,6 +285,25 @@ fn main() {
         frames.get(),
     );
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
+    // The timeline view over every rollout: opened (its series counted from the summaries,
+    // the list filtered to its last bucket), drawn, moved once, closed.
+    let opened = Instant::now();
+    app.update(Message::Action(tokscope::app::Action::Timeline));
+    terminal
+        .draw(|frame| drop(tokscope::ui::draw(frame, &app, theme)))
+        .unwrap();
+    let open_s = opened.elapsed().as_secs_f64();
+    let moved = Instant::now();
+    app.update(Message::Action(tokscope::app::Action::Left));
+    terminal
+        .draw(|frame| drop(tokscope::ui::draw(frame, &app, theme)))
+        .unwrap();
+    println!(
+        "timeline view: opened and drawn in {:.1} ms, a bucket moved and drawn in {:.1} ms",
+        open_s * 1e3,
+        moved.elapsed().as_secs_f64() * 1e3
+    );
+    app.update(Message::Action(tokscope::app::Action::Timeline));
     // `TOKSCOPE_SCALE_COLD_ONLY=1` stops here (to profile the cold open alone).
     if std::env::var_os("TOKSCOPE_SCALE_COLD_ONLY").is_some() {
         return;

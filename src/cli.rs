@@ -52,6 +52,11 @@ pub struct ExploreArgs {
     /// Read the stores once; do not follow changes.
     #[arg(long)]
     pub no_watch: bool,
+    /// Compare two runs: each rollout of STORE_A with its verdict in STORE_B (matched as
+    /// `diff` matches them), the list filtered to the flips (F: all); Enter sets a rollout's
+    /// two runs side by side where they part.
+    #[arg(long, num_args = 2, value_names = ["STORE_A", "STORE_B"])]
+    pub compare: Option<Vec<PathBuf>>,
 }
 
 /// How a watcher notices changes.

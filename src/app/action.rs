@@ -17,6 +17,8 @@ pub enum Action {
     Help,
     /// Show or hide the causes view (masked rollouts grouped by cause).
     Causes,
+    /// Compare mode: the flips only, or every rollout.
+    Flips,
     /// Show or hide the timeline view (the run over time; the list follows its cursor).
     Timeline,
     /// Focus the next pane.

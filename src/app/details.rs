@@ -161,6 +161,8 @@ impl App {
         let mut indices = vec![selected];
         indices.extend(at.checked_sub(1).and_then(|i| rows.get(i)));
         indices.extend(rows.get(at + 1));
+        // Compare mode: the selected rollout's counterpart, for the side-by-side view.
+        indices.extend(self.selected_partner());
         indices
     }
 
@@ -208,6 +210,9 @@ impl App {
         };
         self.health.add(&self.rollouts[index]);
         self.timeline_count(index, true);
+        if let Some(comparison) = &mut self.comparison {
+            comparison.dirty = true;
+        }
         index
     }
 

@@ -180,6 +180,8 @@ pub struct RolloutList {
     pub masked_only: bool,
     /// Only rollouts with this mask reason code.
     pub reason: Option<&'static str>,
+    /// Only these rollouts may be shown (compare mode's pairing), if set.
+    pub only: Option<std::collections::HashSet<usize>>,
     /// Visible rollouts (indices into the app's analyses), in display order.
     pub rows: Vec<usize>,
     /// Selection and window over `rows`.
@@ -197,6 +199,7 @@ impl RolloutList {
             filter: String::new(),
             masked_only: false,
             reason: None,
+            only: None,
             rows: Vec::new(),
             scroll: ScrollList::new(0, height),
             comparisons: std::cell::Cell::new(0),
@@ -209,6 +212,10 @@ impl RolloutList {
     }
 
     /// Whether rollout `a` passes the filters (`filter`: the filter line's terms).
+    fn admits(&self, index: usize) -> bool {
+        self.only.as_ref().is_none_or(|only| only.contains(&index))
+    }
+
     fn shows(&self, a: &Summary, filter: &[FilterTerm], hide_cleared: bool) -> bool {
         (!hide_cleared || a.lifecycle != Lifecycle::Cleared)
             && (!self.masked_only || a.problem())
@@ -255,7 +262,7 @@ impl RolloutList {
         let keep = self.selected_rollout();
         let filter = FilterTerm::parse(&self.filter);
         let mut rows: Vec<usize> = (0..summaries.len())
-            .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))
+            .filter(|&i| self.admits(i) && self.shows(&summaries[i], &filter, hide_cleared))
             .collect();
         rows.sort_by(|&x, &y| self.order(&summaries[x], &summaries[y]));
         self.rows = rows;
@@ -271,7 +278,8 @@ impl RolloutList {
             self.rows.remove(at);
         }
         let summary = &summaries[index];
-        if self.shows(summary, &FilterTerm::parse(&self.filter), hide_cleared) {
+        if self.admits(index) && self.shows(summary, &FilterTerm::parse(&self.filter), hide_cleared)
+        {
             let at = self
                 .rows
                 .partition_point(|&r| self.order(&summaries[r], summary).is_lt());
@@ -298,7 +306,7 @@ impl RolloutList {
         let filter = FilterTerm::parse(&self.filter);
         let mut new: Vec<usize> = changed
             .into_iter()
-            .filter(|&i| self.shows(&summaries[i], &filter, hide_cleared))
+            .filter(|&i| self.admits(i) && self.shows(&summaries[i], &filter, hide_cleared))
             .collect();
         new.sort_by(|&x, &y| self.order(&summaries[x], &summaries[y]));
         let old = std::mem::take(&mut self.rows);

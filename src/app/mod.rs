@@ -9,6 +9,7 @@
 pub mod action;
 pub mod causes;
 pub mod command;
+pub mod compare;
 pub mod details;
 pub mod export;
 
@@ -37,6 +38,7 @@ use strum::IntoEnumIterator;
 
 pub use action::{Action, TextKey};
 pub use causes::{CauseRow, CausesView};
+pub use compare::{CompareView, Comparison, Counterpart};
 pub use export::{ExportError, ExportKind};
 pub use list::{RolloutList, SortKey};
 pub(crate) use live::HIGHLIGHT;
@@ -205,6 +207,10 @@ pub struct App {
     pub causes: Option<CausesView>,
     /// The timeline view, when open.
     pub timeline: Option<TimelineView>,
+    /// Compare mode (two runs), when on.
+    pub comparison: Option<Comparison>,
+    /// Compare mode's side-by-side view of one rollout, when open.
+    pub beside: Option<CompareView>,
     /// Enter or `d` asked for this rollout's failing call before its analysis came.
     dive_pending: Option<usize>,
     /// The focused pane has the whole screen.
@@ -290,6 +296,8 @@ impl App {
             help: scroll::Scroll::default(),
             causes: None,
             timeline: None,
+            comparison: None,
+            beside: None,
             dive_pending: None,
             zoom: false,
             search: None,
@@ -419,8 +427,14 @@ impl App {
                 self.help.set_size(lines, rows);
                 return self.help != before;
             }
-            Message::Store(events) => return self.apply(events),
-            Message::Judged(results) => self.judged(results),
+            Message::Store(events) => {
+                let changed = self.apply(events);
+                return self.pair_again() || changed;
+            }
+            Message::Judged(results) => {
+                self.judged(results);
+                self.pair_again();
+            }
             Message::Tick(now) => return self.tick(now),
         }
         true
@@ -478,6 +492,9 @@ impl App {
         if self.timeline.is_some() && self.timeline_key(action) {
             return;
         }
+        if self.beside.is_some() && self.beside_key(action) {
+            return;
+        }
         match action {
             Action::Dismiss => {
                 self.show_help = false;
@@ -492,6 +509,7 @@ impl App {
             }
             Action::Causes => self.toggle_causes(),
             Action::Timeline => self.toggle_timeline(),
+            Action::Flips => self.toggle_flips(),
             Action::ShowTab(tab) => self.focus_pane(tab.pane()),
             Action::Zoom => self.zoom = !self.zoom,
             Action::NextPane | Action::PrevPane => {
@@ -512,6 +530,7 @@ impl App {
             Action::Bottom => self.jump_to_end(true),
             Action::Left => self.with_view(|view, _| view.tokens.move_cursor(-1)),
             Action::Right => self.with_view(|view, _| view.tokens.move_cursor(1)),
+            Action::Enter if self.focus == Pane::List && self.open_beside() => {}
             Action::Enter => self.enter(),
             Action::ToggleCollapse => self.with_view(RolloutView::toggle_collapse),
             Action::Filter => {

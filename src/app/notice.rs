@@ -18,6 +18,8 @@ pub enum Notice {
     NoDivergence,
     /// No masked or at-risk rollout to group by cause.
     NoCauses,
+    /// A compare-mode key outside compare mode.
+    CompareOnly,
     /// Replay's clock jumped over this many idle store seconds to the next write.
     SkippedIdle(f64),
     /// Replay skips idle gaps now (or not).

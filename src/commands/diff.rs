@@ -35,6 +35,14 @@ fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::R
     Ok(side)
 }
 
+/// `diff A B` as text, with the rows found in each store (the explorer's `--compare`
+/// without a terminal).
+pub fn print_text(a: PathBuf, b: PathBuf) -> anyhow::Result<()> {
+    let options = VerdictOptions::default();
+    let (a, b) = (side(a, &[], &options)?, side(b, &[], &options)?);
+    super::print(render::text(&a, &b, &Diff::of(&a, &b)).as_bytes())
+}
+
 /// Run `diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let options = VerdictOptions {

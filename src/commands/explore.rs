@@ -19,9 +19,22 @@ use crate::cli::{AlarmArgs, ExploreArgs, Format};
 /// Run the explorer on `stores` (the demo store when none).
 pub fn run(
     args: ExploreArgs,
-    stores: Vec<PathBuf>,
+    mut stores: Vec<PathBuf>,
     rows: Vec<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
+    let compare = args.compare.is_some();
+    if let Some(pair) = args.compare {
+        if !stores.is_empty() {
+            anyhow::bail!("--compare takes the two stores: tokscope --compare STORE_A STORE_B");
+        }
+        if !rows.is_empty() {
+            anyhow::bail!(
+                "--compare: rows files inside each store directory are found; --rollouts would \
+                 give both runs the same rows (tokscope diff takes --rollouts-a and --rollouts-b)"
+            );
+        }
+        stores = pair;
+    }
     let given = Given {
         tokenizer: args.tokenizer,
         stores: !stores.is_empty(),
@@ -29,7 +42,8 @@ pub fn run(
         alarm: args.alarm,
         no_watch: args.no_watch,
     };
-    let options = Explore::resolve(given, load_config()?, rows);
+    let mut options = Explore::resolve(given, load_config()?, rows);
+    options.compare = compare;
     let (stores, options) = with_demo_tokenizer(stores, options);
     open(stores, options, Start::Explore, live_app).map(ExitCode::from)
 }
@@ -67,6 +81,8 @@ pub(super) struct Explore {
     pub config: Config,
     /// Restore and remember what the explorer shows (not for the demo's fresh directory).
     pub remember: bool,
+    /// Compare mode: the first store is run A, the second run B.
+    pub compare: bool,
 }
 
 /// What the command line gave the explorer (before the configuration's defaults).
@@ -99,6 +115,7 @@ impl Explore {
             rows,
             config,
             remember: true,
+            compare: false,
         }
     }
 }
@@ -161,6 +178,9 @@ pub(super) fn open(
         detok,
         notice,
     });
+    if args.compare {
+        app.compare_stores();
+    }
     if start == Start::Replay {
         app.start_replay();
     }
@@ -205,6 +225,11 @@ pub(super) fn open(
 
 /// The build table of `stores`, printed instead of the explorer.
 pub(super) fn print_table(stores: &[PathBuf], args: &Explore) -> anyhow::Result<u8> {
+    if let (true, [a, b]) = (args.compare, stores) {
+        // Compare mode without a terminal: what `diff` prints.
+        super::diff::print_text(a.clone(), b.clone())?;
+        return Ok(0);
+    }
     let rows = read_rows(stores, &args.rows);
     super::build::write(
         stores,

@@ -399,6 +399,8 @@ pub(crate) fn hints(app: &App) -> Vec<(u8, String)> {
     let mut hints: Vec<(u8, String)> = BINDINGS
         .iter()
         .filter(|b| b.scope == spec.scope && spec.scope != KeyScope::Global)
+        // Compare mode's key is hinted only in compare mode.
+        .filter(|b| b.action != Action::Flips || app.comparison.is_some())
         .filter_map(hint)
         .enumerate()
         .map(|(i, hint)| (4 + i.min(200) as u8, hint))

@@ -59,6 +59,7 @@ const AFTER_TABS: &[Binding] = &[
     Binding { keys: &["r"], action: Action::CycleReason, scope: KeyScope::List, help: "cycle mask reason filter" },
     Binding { keys: &["s"], action: Action::SortNext, scope: KeyScope::List, help: "sort by next column" },
     Binding { keys: &["S"], action: Action::SortReverse, scope: KeyScope::List, help: "reverse sort" },
+    Binding { keys: &["F"], action: Action::Flips, scope: KeyScope::List, help: "compare mode: the flips only / every rollout (Enter: A beside B)" },
     Binding { keys: &["]"], action: Action::NextBoundary, scope: KeyScope::Tokens, help: "next call boundary" },
     Binding { keys: &["["], action: Action::PrevBoundary, scope: KeyScope::Tokens, help: "previous call boundary" },
     Binding { keys: &[">"], action: Action::NextLowProb, scope: KeyScope::Tokens, help: "next low-probability token" },

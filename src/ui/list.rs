@@ -61,6 +61,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     if !list.filter.is_empty() {
         title.push_str(&format!(" · /{}", sanitize(&list.filter)));
     }
+    if let Some(comparison) = &app.comparison {
+        title.push_str(if comparison.flips_only {
+            strings::COMPARE_FLIPS
+        } else {
+            strings::COMPARE_ALL
+        });
+    }
     let block = pane_block(title, app.focus == Pane::List, theme);
     let width = inner_width(area);
     let id_width = app.longest_id.clamp(7, 24);
@@ -111,7 +118,12 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             chains,
             delivered
         );
-        let cells = columns.cells(a);
+        // Compare mode's column first: it is what the list is for then.
+        let mut cells = String::new();
+        if columns.compare {
+            cells.push_str(&format!("{:<COUNTERPART$} ", counterpart(app, index)));
+        }
+        cells.push_str(&columns.cells(a));
         let used = lead.chars().count() + 7 + cells.chars().count();
         let mut spans = vec![
             Span::raw(lead),
@@ -145,6 +157,31 @@ struct Columns {
     reward: bool,
     agent: bool,
     store: bool,
+    /// Compare mode: the counterpart's verdict in the other run.
+    compare: bool,
+}
+
+/// Width of compare mode's column.
+const COUNTERPART: usize = 8;
+
+/// Compare mode's column: the counterpart's verdict in B (`ok`, `MASKED`…, after `→` when it
+/// flipped), or `gone` (not in B), or `new` (a rollout of B not in A).
+fn counterpart(app: &App, index: usize) -> String {
+    use crate::app::Counterpart;
+    match app.counterpart(index) {
+        Some(Counterpart::In(other)) => {
+            let (this, that) = (&app.rollouts[index], &app.rollouts[other]);
+            let badge = badge(that.live_status(), that.verdict);
+            if this.problem() == that.problem() {
+                badge.to_owned()
+            } else {
+                format!("→{badge}")
+            }
+        }
+        Some(Counterpart::Gone) => strings::COMPARE_GONE.to_owned(),
+        Some(Counterpart::New) => strings::COMPARE_NEW.to_owned(),
+        None => String::new(),
+    }
 }
 
 /// Width of the agent column.
@@ -157,12 +194,17 @@ impl Columns {
         Columns {
             reward: app.rollouts.iter().any(|s| s.reward().is_some()),
             agent: app.rollouts.iter().any(|s| s.agent().is_some()),
-            store: app.stores.len() > 1,
+            // Compare mode's column says which run a rollout is of.
+            store: app.stores.len() > 1 && app.comparison.is_none(),
+            compare: app.comparison.is_some(),
         }
     }
 
     fn header(&self) -> String {
         let mut text = String::new();
+        if self.compare {
+            text.push_str(&format!("{:<COUNTERPART$} ", "in B"));
+        }
         if self.reward {
             text.push_str(&format!("{:>6} ", "reward"));
         }

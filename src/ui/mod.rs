@@ -2,6 +2,7 @@
 
 pub mod bars;
 mod causes;
+mod compare;
 pub mod fit;
 pub mod gaps;
 pub mod graph;
@@ -91,6 +92,9 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
     }
     if app.causes.is_some() {
         causes::draw(frame, app, theme);
+    }
+    if app.beside.is_some() {
+        compare::draw(frame, app, theme);
     }
     if app.show_help {
         drawn.help = Some(help::draw(frame, app, theme));

@@ -30,6 +30,22 @@ pub(crate) const ROW_DISAGREES: &str =
 pub(crate) const NO_CAUSES: &str = "no masked or at-risk rollout: no cause to filter to";
 /// Title of the causes view.
 pub(crate) const TITLE_CAUSES: &str = "causes";
+/// A compare-mode key outside compare mode.
+pub(crate) const COMPARE_ONLY: &str = "F works in compare mode: tokscope --compare STORE_A STORE_B";
+/// The list's title in compare mode, flips only.
+pub(crate) const COMPARE_FLIPS: &str = " · A/B: flips, gone, new (F: all)";
+/// The list's title in compare mode, every rollout.
+pub(crate) const COMPARE_ALL: &str = " · A/B: all (F: flips)";
+/// Compare mode: a rollout of A not in B.
+pub(crate) const COMPARE_GONE: &str = "gone";
+/// Compare mode: a rollout of B not in A.
+pub(crate) const COMPARE_NEW: &str = "new (B)";
+/// The side-by-side view's title.
+pub(crate) const TITLE_BESIDE: &str = "A beside B";
+/// The side-by-side view while a side's analysis is read.
+pub(crate) const BESIDE_READING: &str = "reading both runs' rollouts…";
+/// The side-by-side view's keys.
+pub(crate) const BESIDE_KEYS: &str = "Enter or Esc: back to the list";
 /// The timeline view's title.
 pub(crate) const TITLE_TIMELINE: &str = "timeline";
 /// The timeline view's keys, in its title.
@@ -152,6 +168,7 @@ pub(crate) fn notice(notice: &Notice) -> String {
         Notice::SelectACall => SELECT_A_CALL.into(),
         Notice::NoDivergence => NO_DIVERGENCE.into(),
         Notice::NoCauses => NO_CAUSES.into(),
+        Notice::CompareOnly => COMPARE_ONLY.into(),
         Notice::SkippedIdle(seconds) => {
             format!(
                 "skipped {seconds:.0} s with no write: the clock jumped to the next call (I: don't skip)"

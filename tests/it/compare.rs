@@ -66,7 +66,7 @@ fn write_run(dir: &Path, plan: Plan) -> std::path::PathBuf {
 }
 
 /// Runs A and B, and what tells them apart.
-fn runs(dir: &Path) -> (String, String, String, String) {
+pub(crate) fn runs(dir: &Path) -> (String, String, String, String) {
     use Fate::*;
     let a = write_run(
         &dir.join("a"),
@@ -264,4 +264,109 @@ fn one_rows_file_for_both_sides_is_refused_with_what_to_do() {
     let missing = diff(&[&a, "/nonexistent/b"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/b"));
+}
+
+/// The explorer in compare mode on runs A and B (without rows: the rollouts of task 7 are
+/// matched by nothing, so one is gone and one new).
+fn compare_app(dir: &Path, width: u16, height: u16) -> tokscope::app::App {
+    let (a, b, _, _) = runs(dir);
+    let stores = vec![std::path::PathBuf::from(a), std::path::PathBuf::from(b)];
+    let analyses = crate::common::analyze_with_rows(&stores, &Default::default());
+    let mut app = tokscope::app::App::new(
+        stores,
+        analyses,
+        tokscope_core::verdict::VerdictOptions::default(),
+        crate::common::viewport(width, height),
+    );
+    app.compare_stores();
+    app
+}
+
+fn listed(app: &tokscope::app::App) -> Vec<String> {
+    app.list
+        .rows
+        .iter()
+        .map(|&i| app.rollouts[i].rollout_id().to_owned())
+        .collect()
+}
+
+/// The list's line of rollout `id`.
+fn row_of<'a>(screen: &'a str, id: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.trim_start_matches('│').starts_with(&format!("{id} ")))
+        .unwrap_or_else(|| panic!("no row {id} in\n{screen}"))
+}
+
+#[test]
+fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_by_side() {
+    use crate::common::{key, screen};
+    use crossterm::event::KeyCode;
+    for (width, height) in [(80, 24), (120, 40), (160, 45), (200, 50)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = compare_app(dir.path(), width, height);
+        let mut flips = listed(&app);
+        flips.sort();
+        assert_eq!(
+            flips,
+            ["gone-1", "new-1", "r2", "r4", "r6", "x-t7", "y-t7"],
+            "{width}x{height}"
+        );
+        let shown = screen(&app);
+        assert!(shown.contains("in B"), "{shown}");
+        assert!(row_of(&shown, "r2").contains("→ok"), "{shown}");
+        assert!(row_of(&shown, "r4").contains("→MASKED"), "{shown}");
+        assert!(row_of(&shown, "gone-1").contains("gone"), "{shown}");
+        assert!(row_of(&shown, "new-1").contains("new (B)"), "{shown}");
+        // F: every rollout of A (the unchanged ones too), and B's new ones.
+        key(&mut app, KeyCode::Char('F'));
+        assert_eq!(listed(&app).len(), 10, "{:?}", listed(&app));
+        assert!(
+            row_of(&screen(&app), "r1").contains(" ok "),
+            "{}",
+            screen(&app)
+        );
+        key(&mut app, KeyCode::Char('F'));
+        // Enter on r6 (broken in B): its link's first difference, B's call beside A's chain.
+        let at = app
+            .list
+            .rows
+            .iter()
+            .position(|&i| app.rollouts[i].rollout_id() == "r6")
+            .unwrap();
+        app.list.scroll.select(at);
+        key(&mut app, KeyCode::Enter);
+        let view = app.beside.expect("Enter opens A beside B");
+        assert_eq!(app.rollouts[view.a].rollout_id(), "r6");
+        let shown = screen(&app);
+        assert!(
+            shown.contains("B's call r6-c2 stops agreeing with what it claims at token"),
+            "{width}x{height}\n{shown}"
+        );
+        assert!(shown.contains("A: the delivered chain"), "{shown}");
+        assert!(shown.contains('▸'), "{shown}");
+        if (width, height) == (120, 40) {
+            // The tokens differ from the position on (the child's prompt is other tokens).
+            let marked: Vec<&str> = shown.lines().filter(|l| l.contains('≠')).collect();
+            assert!(!marked.is_empty(), "{shown}");
+        }
+        key(&mut app, KeyCode::Esc);
+        assert!(app.beside.is_none());
+    }
+}
+
+#[test]
+fn outside_compare_mode_f_says_how_to_get_there() {
+    let mut app = tokscope::app::App::new(
+        vec![std::path::PathBuf::from("assets/demo-store")],
+        crate::common::analyze_with_rows(
+            &[std::path::PathBuf::from("assets/demo-store")],
+            &Default::default(),
+        ),
+        tokscope_core::verdict::VerdictOptions::default(),
+        crate::common::viewport(120, 40),
+    );
+    crate::common::key(&mut app, crossterm::event::KeyCode::Char('F'));
+    let status = crate::common::screen(&app);
+    assert!(status.contains("--compare STORE_A STORE_B"), "{status}");
 }

@@ -12,6 +12,7 @@
 //!   cannot be cured), and **undecided** while live otherwise; cleared rollouts are not in a
 //!   run. A flip is masked → delivered or delivered → masked; undecided ones never flip.
 
+pub mod beside;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
