@@ -12,6 +12,9 @@
 //!   work the watcher did (records parsed, tokens hashed, builds made whole or extended), and
 //!   the p99 from a record's fsync to a frame showing it.
 //!
+//! - **compare mode** (`TOKSCOPE_SCALE_COMPARE=STORE_B`): the explorer on the store as A and
+//!   STORE_B as B (`--compare`), until both runs' rollouts have verdicts and are paired.
+//!
 //! The store is written once into `target/scale-store-N` (N = `TOKSCOPE_SCALE_ROLLOUTS`,
 //! default 2,000; ~2 GB), or taken from `TOKSCOPE_SCALE_STORE`.
 
@@ -157,6 +160,10 @@ fn main() {
         return;
     }
     let source = store();
+    if let Some(other) = std::env::var_os("TOKSCOPE_SCALE_COMPARE") {
+        compare_open(&source, Path::new(&other));
+        return;
+    }
     // The live phase appends: work on a copy of the live rollouts' files, hard-linking the rest.
     let work = tempfile::tempdir_in(source.parent().unwrap()).unwrap();
     let mut live_ids = Vec::new();
@@ -388,4 +395,52 @@ fn main() {
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
+}
+
+/// Compare mode's cold open: both stores read by the watcher, summaries paired as they come
+/// (one pairing a batch), the UI drawn when its pacer says.
+fn compare_open(a: &Path, b: &Path) {
+    let stores = vec![a.to_path_buf(), b.to_path_buf()];
+    let started = Instant::now();
+    let viewport = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, 160, 48));
+    let mut app = App::new_live(stores.clone(), VerdictOptions::default(), viewport);
+    app.compare_stores();
+    let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    let theme = tokscope::ui::Theme::from_env();
+    let handle = watch(stores, WatchOptions::default());
+    let mut pacer = FramePacer::default();
+    let mut all_read = false;
+    let mut frames = 0;
+    loop {
+        let first = handle.events.recv_timeout(Duration::from_millis(30));
+        let mut batch: Vec<StoreEvent> = first.into_iter().collect();
+        batch.extend(handle.events.try_iter());
+        all_read |= batch.iter().any(|e| matches!(e, StoreEvent::Ready));
+        if !batch.is_empty() {
+            let awaited = app.loading();
+            pacer.store_events(batch, awaited, |events| app.update(Message::Store(events)));
+        }
+        let now = Instant::now();
+        if pacer.due(now) {
+            terminal
+                .draw(|frame| drop(tokscope::ui::draw(frame, &app, theme)))
+                .unwrap();
+            pacer.drawn(now);
+            frames += 1;
+            if all_read {
+                break;
+            }
+        }
+    }
+    let (rss, peak) = memory_mb();
+    let comparison = app.comparison.as_ref().unwrap();
+    println!(
+        "compare mode: {} rollouts of both runs judged and paired after {:.2} s ({} frames), \
+         {} pairs, {} flips listed; {rss:.0} MB resident, {peak:.0} MB peak",
+        app.rollouts.len(),
+        started.elapsed().as_secs_f64(),
+        frames,
+        comparison.diff.pairs.len(),
+        app.list.rows.len(),
+    );
 }

@@ -57,7 +57,7 @@ impl App {
         self.comparison = Some(Comparison {
             a: a.clone(),
             b: b.clone(),
-            diff: Diff::of(&Side::default(), &Side::default()),
+            diff: Diff::default(),
             partner: HashMap::new(),
             flips_only: true,
             dirty: true,
@@ -172,14 +172,17 @@ impl App {
         true
     }
 
-    /// While the side-by-side view is open: Enter or Esc closes it; whether `action` did.
+    /// While the side-by-side view is open: Enter or Esc closes it, quitting and help work,
+    /// and every other key is held (the list must not move under the rollout shown); whether
+    /// `action` was taken.
     pub(super) fn beside_key(&mut self, action: Action) -> bool {
         match action {
             Action::Enter | Action::Dismiss => {
                 self.beside = None;
                 true
             }
-            _ => false,
+            Action::Quit | Action::Help => false,
+            _ => true,
         }
     }
 }

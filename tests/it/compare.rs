@@ -350,6 +350,9 @@ fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_
             let marked: Vec<&str> = shown.lines().filter(|l| l.contains('≠')).collect();
             assert!(!marked.is_empty(), "{shown}");
         }
+        // The list does not move under it.
+        key(&mut app, KeyCode::Down);
+        assert_eq!(app.list.scroll.selected(), at);
         key(&mut app, KeyCode::Esc);
         assert!(app.beside.is_none());
     }

@@ -276,7 +276,7 @@ pub struct AgentRow {
 }
 
 /// Two runs compared.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Diff {
     /// Every matched pair, by A's id.
     pub pairs: Vec<Pair>,
