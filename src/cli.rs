@@ -57,6 +57,12 @@ pub struct ExploreArgs {
     /// two runs side by side where they part.
     #[arg(long, num_args = 2, value_names = ["STORE_A", "STORE_B"])]
     pub compare: Option<Vec<PathBuf>>,
+    /// With --compare: rows of run A (a JSONL file or a directory of them; repeatable).
+    #[arg(long = "rollouts-a", value_name = "PATH", requires = "compare")]
+    pub rows_a: Vec<PathBuf>,
+    /// With --compare: rows of run B (as --rollouts-a).
+    #[arg(long = "rollouts-b", value_name = "PATH", requires = "compare")]
+    pub rows_b: Vec<PathBuf>,
 }
 
 /// How a watcher notices changes.
@@ -182,12 +188,12 @@ pub struct WhyArgs {
     /// text (re-tokenized, whitespace, reasoning removed, JSON re-serialized).
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = WhyFormat::Text)]
-    pub format: WhyFormat,
-    /// Instead of the groups, the run over time in buckets of BUCKET (`60`, `30s`, `5m`,
-    /// `1h`): one JSON object a line — rollouts finished and masked, the top causes, calls/s
-    /// and calls in flight — for plotting.
+    /// Output format [default: text].
+    #[arg(long, value_enum)]
+    pub format: Option<WhyFormat>,
+    /// Instead of the groups, the run over time in buckets of BUCKET, 1 s to 7 d (`60`,
+    /// `30s`, `5m`, `1h`, `1d`): one JSON object a line — rollouts finished and masked, the
+    /// top causes, calls/s and calls in flight — for plotting (so no --format).
     #[arg(long, value_name = "BUCKET", value_parser = bucket)]
     pub by_time: Option<f64>,
 }

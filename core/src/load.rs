@@ -33,7 +33,7 @@ pub fn options_for(
     rows: &Rows,
     location: &RolloutLocation,
 ) -> VerdictOptions {
-    let observations = match rows.by_rollout.get(&location.id) {
+    let observations = match rows.for_rollout(location) {
         Some(observations) => observations.clone(),
         // Rows were given, none for this rollout: that is a gap too.
         None if !rows.files.is_empty() => crate::observe::Observations {

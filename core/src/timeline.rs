@@ -301,10 +301,10 @@ pub fn parse_bucket(text: &str) -> Result<f64, BadBucket> {
         None => (text, "s"),
     };
     let scale = match unit {
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "d" => 86_400.0,
+        "s" | "sec" | "secs" => 1.0,
+        "m" | "min" | "mins" => 60.0,
+        "h" | "hr" | "hrs" => 3600.0,
+        "d" | "day" | "days" => 86_400.0,
         _ => return Err(BadBucket::Unit(text.to_owned())),
     };
     match number.trim().parse::<f64>() {
@@ -377,6 +377,8 @@ mod tests {
         assert_eq!(parse_bucket("5m"), Ok(300.0));
         assert_eq!(parse_bucket("1h"), Ok(3600.0));
         assert_eq!(parse_bucket("0.5m"), Ok(30.0));
+        assert_eq!(parse_bucket("10sec"), Ok(10.0));
+        assert_eq!(parse_bucket("2days"), Ok(172_800.0));
         assert!(parse_bucket("0s").is_err());
         assert!(parse_bucket("5 weeks").is_err());
         assert!(parse_bucket("-1m").is_err());

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use tokscope_core::compare::{Diff, Side};
-use tokscope_core::store::RolloutLocation;
+use tokscope_core::verdict::Standing;
 
 use super::{Action, App, Notice};
 
@@ -22,10 +22,41 @@ pub struct Comparison {
     pub diff: Diff,
     /// Each matched rollout's counterpart, both ways (by index).
     pub partner: HashMap<usize, usize>,
+    /// Each run's counts: A's, then B's.
+    pub counts: [SideCounts; 2],
     /// The list shows only the flips, and the rollouts of one run only.
     pub flips_only: bool,
     /// Summaries changed since the pairing was made.
     pub(super) dirty: bool,
+    /// When the pairing was last made (while the first scan runs it is made at most every
+    /// [`PAIRING_WHILE_READING`]).
+    paired_at: Option<std::time::Instant>,
+}
+
+/// How often the pairing is made again while the stores are still being read: a pass over
+/// every summary each batch would cost the first scan more than it shows.
+const PAIRING_WHILE_READING: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One run's rollouts, for the header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SideCounts {
+    /// Rollouts (not cleared).
+    pub rollouts: usize,
+    /// Masked or at risk.
+    pub masked: usize,
+    /// Of those, live and at risk.
+    pub at_risk: usize,
+}
+
+impl SideCounts {
+    fn count(&mut self, standing: Standing) {
+        if standing == Standing::Cleared {
+            return;
+        }
+        self.rollouts += 1;
+        self.masked += usize::from(matches!(standing, Standing::Masked | Standing::AtRisk));
+        self.at_risk += usize::from(standing == Standing::AtRisk);
+    }
 }
 
 /// The side-by-side view of one matched rollout.
@@ -46,6 +77,8 @@ pub enum Counterpart {
     Gone,
     /// B's rollout, not in A.
     New,
+    /// Not matched yet: the stores are still being read.
+    Unread,
 }
 
 impl App {
@@ -59,8 +92,10 @@ impl App {
             b: b.clone(),
             diff: Diff::default(),
             partner: HashMap::new(),
+            counts: Default::default(),
             flips_only: true,
             dirty: true,
+            paired_at: None,
         });
         self.recompare();
     }
@@ -71,30 +106,32 @@ impl App {
         let Some(comparison) = &self.comparison else {
             return;
         };
-        let (dir_a, dir_b) = (comparison.a.clone(), comparison.b.clone());
-        let mut side_a = Side::new(vec![dir_a.clone()]);
-        let mut side_b = Side::new(vec![dir_b.clone()]);
-        for summary in &self.rollouts {
-            if summary.location.dir == dir_a {
-                side_a.add(summary);
-            } else if summary.location.dir == dir_b {
-                side_b.add(summary);
+        let (dir_a, dir_b) = (comparison.a.as_os_str(), comparison.b.as_os_str());
+        let mut side_a = Side::new(vec![comparison.a.clone()]);
+        let mut side_b = Side::new(vec![comparison.b.clone()]);
+        // Rollout ids to indices, each run's (the pairs name ids).
+        let (mut index_a, mut index_b) = (HashMap::new(), HashMap::new());
+        let mut counts = [SideCounts::default(); 2];
+        for (index, summary) in self.rollouts.iter().enumerate() {
+            // Only the pairing: the list needs no groups (one pass a batch of changes).
+            let dir = summary.location.dir.as_os_str();
+            if dir == dir_a {
+                side_a.add_for_pairing(summary);
+                index_a.insert(summary.rollout_id(), index);
+                counts[0].count(summary.standing());
+            } else if dir == dir_b {
+                side_b.add_for_pairing(summary);
+                index_b.insert(summary.rollout_id(), index);
+                counts[1].count(summary.standing());
             }
         }
         let diff = Diff::of(&side_a, &side_b);
-        let index = |dir: &PathBuf, id: &str| {
-            self.index_of
-                .get(&RolloutLocation {
-                    dir: dir.clone(),
-                    id: id.to_owned(),
-                })
-                .copied()
-        };
         let mut partner = HashMap::new();
         let mut shown = HashSet::new();
         let flips_only = comparison.flips_only;
         for pair in &diff.pairs {
-            let (Some(a), Some(b)) = (index(&dir_a, &pair.a), index(&dir_b, &pair.b)) else {
+            let (Some(&a), Some(&b)) = (index_a.get(pair.a.as_str()), index_b.get(pair.b.as_str()))
+            else {
                 continue;
             };
             partner.insert(a, b);
@@ -103,24 +140,49 @@ impl App {
                 shown.insert(a);
             }
         }
-        shown.extend(diff.only_a.iter().filter_map(|id| index(&dir_a, id)));
-        shown.extend(diff.only_b.iter().filter_map(|id| index(&dir_b, id)));
+        // Gone and new only once both stores are read: before, every rollout of A not read
+        // in B yet would look gone.
+        if self.stores_read() {
+            shown.extend(diff.only_a.iter().filter_map(|id| index_a.get(id.as_str())));
+            shown.extend(diff.only_b.iter().filter_map(|id| index_b.get(id.as_str())));
+        }
         if let Some(comparison) = &mut self.comparison {
             (comparison.diff, comparison.partner, comparison.dirty) = (diff, partner, false);
+            comparison.counts = counts;
+            comparison.paired_at = Some(std::time::Instant::now());
         }
-        if self.list.only.as_ref() != Some(&shown) {
-            self.list.only = Some(shown);
-            self.refresh_list();
+        // Only the rollouts that came in or went out of view move in the list.
+        let changed: Vec<usize> = match &self.list.only {
+            Some(before) => before.symmetric_difference(&shown).copied().collect(),
+            None => (0..self.rollouts.len()).collect(),
+        };
+        self.list.only = Some(shown);
+        if !changed.is_empty() {
+            self.list
+                .update_many(&changed, &self.rollouts, self.replay.is_some());
+            self.open_selected();
         }
     }
 
     /// After summaries changed: pair the runs again if compare mode is on; whether it did.
     pub(super) fn pair_again(&mut self) -> bool {
-        let dirty = self.comparison.as_ref().is_some_and(|c| c.dirty);
+        let reading = !self.stores_read();
+        let dirty = self.comparison.as_ref().is_some_and(|c| {
+            c.dirty
+                && !(reading
+                    && c.paired_at
+                        .is_some_and(|at| at.elapsed() < PAIRING_WHILE_READING))
+        });
         if dirty {
             self.recompare();
         }
         dirty
+    }
+
+    /// Whether every rollout of the stores has been read (the first scan is over, or the
+    /// analyses were all given).
+    fn stores_read(&self) -> bool {
+        self.live.ready || self.details.holds_all()
     }
 
     /// What the list's B column says of rollout `index` (compare mode only).
@@ -129,7 +191,9 @@ impl App {
         if let Some(&other) = comparison.partner.get(&index) {
             return Some(Counterpart::In(other));
         }
-        Some(if self.rollouts[index].location.dir == comparison.b {
+        Some(if !self.stores_read() {
+            Counterpart::Unread
+        } else if self.rollouts[index].location.dir == comparison.b {
             Counterpart::New
         } else {
             Counterpart::Gone

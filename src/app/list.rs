@@ -2,7 +2,7 @@
 
 use super::scroll::ScrollList;
 use tokscope_core::store::layout::natural_cmp;
-use tokscope_core::verdict::{Lifecycle, LiveStatus, Summary, Verdict};
+use tokscope_core::verdict::{Lifecycle, LiveStatus, Standing, Summary, Verdict};
 
 /// Columns the rollout list can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,9 +150,15 @@ impl FilterTerm {
                 .cause
                 .as_ref()
                 .is_some_and(|c| lower(&c.key()).starts_with(key.as_str())),
-            FilterTerm::Ended(start, seconds) => a
-                .last_write
-                .is_some_and(|t| (*start..start + seconds).contains(&t)),
+            // What the timeline's bucket counts: decided rollouts and those at risk.
+            FilterTerm::Ended(start, seconds) => {
+                matches!(
+                    a.standing(),
+                    Standing::Ok | Standing::Masked | Standing::Retired | Standing::AtRisk
+                ) && a
+                    .last_write
+                    .is_some_and(|t| (*start..start + seconds).contains(&t))
+            }
             FilterTerm::Text(text) => {
                 lower(a.rollout_id()).contains(text)
                     || a.reasons

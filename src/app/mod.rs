@@ -38,7 +38,7 @@ use strum::IntoEnumIterator;
 
 pub use action::{Action, TextKey};
 pub use causes::{CauseRow, CausesView};
-pub use compare::{CompareView, Comparison, Counterpart};
+pub use compare::{CompareView, Comparison, Counterpart, SideCounts};
 pub use export::{ExportError, ExportKind};
 pub use list::{RolloutList, SortKey};
 pub(crate) use live::HIGHLIGHT;

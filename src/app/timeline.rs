@@ -32,6 +32,9 @@ pub struct TimelineView {
     pub timeline: Timeline,
     /// The bucket under the cursor.
     pub cursor: i64,
+    /// The moment the cursor was moved to (the middle of its bucket then): other widths put
+    /// the cursor on the bucket holding it, so widening and narrowing again comes back.
+    pub moment: f64,
     /// The list's filter when the view opened (Esc puts it back).
     pub previous_filter: String,
 }
@@ -45,14 +48,29 @@ pub fn bucket_filter(timeline: &Timeline, index: i64) -> String {
     )
 }
 
+/// The middle of bucket `index` (UNIX seconds).
+fn middle(timeline: &Timeline, index: i64) -> f64 {
+    timeline.start_of(index) + timeline.bucket_seconds() / 2.0
+}
+
 impl App {
     /// The series of the rollouts the app holds, in buckets of `seconds`.
     fn timeline_of(&self, seconds: f64) -> Timeline {
         let mut timeline = Timeline::new(seconds);
-        for summary in &self.rollouts {
-            timeline.add(summary);
+        for (index, summary) in self.rollouts.iter().enumerate() {
+            if self.on_timeline(index) {
+                timeline.add(summary);
+            }
         }
         timeline
+    }
+
+    /// Whether rollout `index` is counted on the timeline: every one, but in compare mode
+    /// run A's only (the two runs' sums would mean nothing; the list shows A).
+    pub fn on_timeline(&self, index: usize) -> bool {
+        self.comparison
+            .as_ref()
+            .is_none_or(|c| self.rollouts[index].location.dir.as_os_str() == c.a.as_os_str())
     }
 
     /// The first bucket width: the narrowest of the ladder that lays the run out in about a
@@ -81,9 +99,11 @@ impl App {
         }
         let timeline = self.timeline_of(self.first_bucket());
         let cursor = timeline.span().map_or(0, |(_, last)| last);
+        let moment = middle(&timeline, cursor);
         self.timeline = Some(TimelineView {
             timeline,
             cursor,
+            moment,
             previous_filter: self.list.filter.clone(),
         });
         self.follow_cursor();
@@ -91,6 +111,9 @@ impl App {
 
     /// Count a summary in or out of the open view's series (beside the health's counts).
     pub(super) fn timeline_count(&mut self, index: usize, add: bool) {
+        if !self.on_timeline(index) {
+            return;
+        }
         if let Some(view) = &mut self.timeline {
             if add {
                 view.timeline.add(&self.rollouts[index]);
@@ -133,9 +156,10 @@ impl App {
         } else {
             at.saturating_sub(1)
         };
-        let moment = view.timeline.start_of(view.cursor);
+        let moment = view.moment;
         let timeline = self.timeline_of(BUCKET_LADDER[next]);
-        let cursor = timeline.bucket_of(moment);
+        let (first, last) = timeline.span().unwrap_or((0, 0));
+        let cursor = timeline.bucket_of(moment).clamp(first, last.max(first));
         if let Some(view) = &mut self.timeline {
             (view.timeline, view.cursor) = (timeline, cursor);
         }
@@ -177,6 +201,7 @@ impl App {
             }
             _ => return false,
         }
+        view.moment = middle(&view.timeline, view.cursor);
         self.follow_cursor();
         true
     }

@@ -18,6 +18,21 @@ fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::R
     let stores = vec![store];
     let rows = read_rows(&stores, rows);
     let locations = locate(&stores, &[])?;
+    let ids: std::collections::HashSet<&str> = locations.iter().map(|l| l.id.as_str()).collect();
+    let unmatched = rows.unmatched(&ids);
+    if !unmatched.is_empty() {
+        eprintln!(
+            "tokscope: {} row(s) for {} name no rollout of it: {}",
+            unmatched.len(),
+            sanitize(&stores[0].display().to_string()),
+            unmatched
+                .iter()
+                .take(5)
+                .map(|k| sanitize(k).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if locations.is_empty() {
         eprintln!(
             "tokscope: no rollouts (no *.tokens.* files) in {}",
@@ -37,9 +52,14 @@ fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::R
 
 /// `diff A B` as text, with the rows found in each store (the explorer's `--compare`
 /// without a terminal).
-pub fn print_text(a: PathBuf, b: PathBuf) -> anyhow::Result<()> {
+pub fn print_text(
+    a: PathBuf,
+    b: PathBuf,
+    rows_a: &[PathBuf],
+    rows_b: &[PathBuf],
+) -> anyhow::Result<()> {
     let options = VerdictOptions::default();
-    let (a, b) = (side(a, &[], &options)?, side(b, &[], &options)?);
+    let (a, b) = (side(a, rows_a, &options)?, side(b, rows_b, &options)?);
     super::print(render::text(&a, &b, &Diff::of(&a, &b)).as_bytes())
 }
 
@@ -57,6 +77,17 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let a = side(args.store_a, &args.rows_a, &options)?;
     let b = side(args.store_b, &args.rows_b, &options)?;
     let diff = Diff::of(&a, &b);
+    let rows_of = |side: &Side| side.causes.context_seen > 0;
+    if rows_of(&a) != rows_of(&b) {
+        // A cause explained by a row (an extra root a row calls a subagent) then differs
+        // between the runs by that alone.
+        eprintln!(
+            "tokscope: rows were found for run {} only; cause groups and agents that rows \
+             explain differ between the runs by that alone (give both --rollouts-a and \
+             --rollouts-b)",
+            if rows_of(&a) { "A" } else { "B" }
+        );
+    }
     match args.format {
         WhyFormat::Text => super::print(render::text(&a, &b, &diff).as_bytes())?,
         WhyFormat::Markdown => super::print(render::markdown(&a, &b, &diff).as_bytes())?,

@@ -23,15 +23,27 @@ pub fn run(
     rows: Vec<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let compare = args.compare.is_some();
+    let mut store_rows = Vec::new();
     if let Some(pair) = args.compare {
         if !stores.is_empty() {
             anyhow::bail!("--compare takes the two stores: tokscope --compare STORE_A STORE_B");
         }
         if !rows.is_empty() {
             anyhow::bail!(
-                "--compare: rows files inside each store directory are found; --rollouts would \
-                 give both runs the same rows (tokscope diff takes --rollouts-a and --rollouts-b)"
+                "--compare: --rollouts would give both runs the same rows; give each its own \
+                 with --rollouts-a PATH and --rollouts-b PATH"
             );
+        }
+        for (store, paths) in pair.iter().zip([&args.rows_a, &args.rows_b]) {
+            for path in paths {
+                if std::fs::metadata(path).is_err() {
+                    anyhow::bail!(
+                        "--compare: rows {}: no such file or directory",
+                        path.display()
+                    );
+                }
+                store_rows.push((store.clone(), path.clone()));
+            }
         }
         stores = pair;
     }
@@ -44,6 +56,7 @@ pub fn run(
     };
     let mut options = Explore::resolve(given, load_config()?, rows);
     options.compare = compare;
+    options.store_rows = store_rows;
     let (stores, options) = with_demo_tokenizer(stores, options);
     open(stores, options, Start::Explore, live_app).map(ExitCode::from)
 }
@@ -83,6 +96,8 @@ pub(super) struct Explore {
     pub remember: bool,
     /// Compare mode: the first store is run A, the second run B.
     pub compare: bool,
+    /// Rows of one store each: `(store, path)` (compare mode's `--rollouts-a/-b`).
+    pub store_rows: Vec<(PathBuf, PathBuf)>,
 }
 
 /// What the command line gave the explorer (before the configuration's defaults).
@@ -116,6 +131,7 @@ impl Explore {
             config,
             remember: true,
             compare: false,
+            store_rows: Vec::new(),
         }
     }
 }
@@ -194,6 +210,7 @@ pub(super) fn open(
             },
             verdict,
             rows: args.rows.clone(),
+            store_rows: args.store_rows.clone(),
             ..Default::default()
         },
     ));
@@ -227,7 +244,11 @@ pub(super) fn open(
 pub(super) fn print_table(stores: &[PathBuf], args: &Explore) -> anyhow::Result<u8> {
     if let (true, [a, b]) = (args.compare, stores) {
         // Compare mode without a terminal: what `diff` prints.
-        super::diff::print_text(a.clone(), b.clone())?;
+        let rows_of = |store: &PathBuf| -> Vec<PathBuf> {
+            let own = args.store_rows.iter().filter(|(s, _)| s == store);
+            own.map(|(_, path)| path.clone()).collect()
+        };
+        super::diff::print_text(a.clone(), b.clone(), &rows_of(a), &rows_of(b))?;
         return Ok(0);
     }
     let rows = read_rows(stores, &args.rows);

@@ -68,6 +68,14 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
             );
         }
     }
+    if let Some(Command::Why(args)) = &cli.command
+        && args.by_time.is_some()
+        && args.format.is_some()
+    {
+        anyhow::bail!(
+            "why: --by-time prints one JSON object a line; --format does not apply to it"
+        );
+    }
     if let Some(Command::Diff(_)) = &cli.command
         && !cli.input.rows.is_empty()
     {
@@ -75,12 +83,15 @@ fn validate(cli: &mut Cli) -> anyhow::Result<()> {
             "diff: give each side its rows with --rollouts-a PATH and --rollouts-b PATH (one --rollouts would give both runs the same rewards)"
         );
     }
-    for path in cli.input.rows.iter().chain(match &cli.command {
-        Some(Command::Diff(args)) => args.rows_a.iter().chain(&args.rows_b).collect::<Vec<_>>(),
-        _ => Vec::new(),
-    }) {
+    let mut rows: Vec<(&str, &PathBuf)> =
+        cli.input.rows.iter().map(|p| ("--rollouts", p)).collect();
+    if let Some(Command::Diff(args)) = &cli.command {
+        rows.extend(args.rows_a.iter().map(|p| ("--rollouts-a", p)));
+        rows.extend(args.rows_b.iter().map(|p| ("--rollouts-b", p)));
+    }
+    for (flag, path) in rows {
         if std::fs::metadata(path).is_err() {
-            anyhow::bail!("--rollouts {}: no such file or directory", path.display());
+            anyhow::bail!("{flag} {}: no such file or directory", path.display());
         }
     }
     let stores = match &mut cli.command {

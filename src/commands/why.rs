@@ -87,7 +87,7 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .map(|(dir, tally)| (dir.display().to_string(), tally))
         .collect();
     let (causes, tally) = (&health.causes, &health.tally);
-    match args.format {
+    match args.format.unwrap_or(WhyFormat::Text) {
         WhyFormat::Text => super::print(render::text(causes, tally, &stores).as_bytes())?,
         WhyFormat::Markdown => super::print(render::markdown(causes, tally, &stores).as_bytes())?,
         WhyFormat::Json => super::print_json(&render::json(causes, tally, &stores))?,

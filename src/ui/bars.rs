@@ -115,66 +115,9 @@ pub(crate) fn draw_header(frame: &mut Frame, app: &App, theme: Theme, area: Rect
             .badge(),
         );
     }
-    // One count for every surface (the rollouts by standing): final verdicts as `build`
-    // counts them, retired ones delivered; live rollouts apart: at risk, waiting, the rest.
-    let tally = &t.tally;
-    parts.push(Part::text(
-        1,
-        count(tally.rollouts(), "rollout", "rollouts"),
-        Style::default(),
-    ));
-    let share = if tally.judged() == 0 {
-        "none frozen yet".to_owned()
-    } else {
-        format!("{:.0}% of frozen", percent(tally.masked, tally.judged()))
-    };
-    parts.push(
-        Part::text(
-            0,
-            format!("{} masked ({share})", thousands(tally.masked)),
-            theme.problem(),
-        )
-        .or_text(
-            format!("{} masked", thousands(tally.masked)),
-            theme.problem(),
-        ),
-    );
-    if tally.at_risk > 0 {
-        parts.push(Part::text(
-            0,
-            format!("{} at risk", thousands(tally.at_risk)),
-            theme.problem(),
-        ));
-    }
-    parts.push(
-        Part::text(
-            1,
-            format!(
-                "{} live ({} waiting)",
-                thousands(tally.live_total()),
-                thousands(tally.waiting)
-            ),
-            Style::default(),
-        )
-        .or_text(
-            format!("{} live", thousands(tally.live_total())),
-            Style::default(),
-        ),
-    );
-    // In replay, a rollout whose first call has not come yet has no files: not "cleared".
-    let cleared = if app.replay.is_some() {
-        0
-    } else {
-        tally.cleared
-    };
-    for (n, what) in [(tally.retired, "retired"), (cleared, "cleared")] {
-        if n > 0 {
-            parts.push(Part::text(
-                3,
-                format!("{} {what}", thousands(n)),
-                Style::default(),
-            ));
-        }
+    match &app.comparison {
+        Some(comparison) => parts.extend(compare_parts(comparison, theme)),
+        None => parts.extend(tally_parts(app, theme)),
     }
     parts.push(
         Part::text(
@@ -491,6 +434,104 @@ pub(crate) fn sparkline(values: &[u64]) -> String {
             }
         })
         .collect()
+}
+
+/// The header's counts of the rollouts by standing.
+fn tally_parts(app: &App, theme: Theme) -> Vec<Part> {
+    let t = &app.health;
+    let mut parts = Vec::new();
+    // One count for every surface (the rollouts by standing): final verdicts as `build`
+    // counts them, retired ones delivered; live rollouts apart: at risk, waiting, the rest.
+    let tally = &t.tally;
+    parts.push(Part::text(
+        1,
+        count(tally.rollouts(), "rollout", "rollouts"),
+        Style::default(),
+    ));
+    let share = if tally.judged() == 0 {
+        "none frozen yet".to_owned()
+    } else {
+        format!("{:.0}% of frozen", percent(tally.masked, tally.judged()))
+    };
+    parts.push(
+        Part::text(
+            0,
+            format!("{} masked ({share})", thousands(tally.masked)),
+            theme.problem(),
+        )
+        .or_text(
+            format!("{} masked", thousands(tally.masked)),
+            theme.problem(),
+        ),
+    );
+    if tally.at_risk > 0 {
+        parts.push(Part::text(
+            0,
+            format!("{} at risk", thousands(tally.at_risk)),
+            theme.problem(),
+        ));
+    }
+    parts.push(
+        Part::text(
+            1,
+            format!(
+                "{} live ({} waiting)",
+                thousands(tally.live_total()),
+                thousands(tally.waiting)
+            ),
+            Style::default(),
+        )
+        .or_text(
+            format!("{} live", thousands(tally.live_total())),
+            Style::default(),
+        ),
+    );
+    // In replay, a rollout whose first call has not come yet has no files: not "cleared".
+    let cleared = if app.replay.is_some() {
+        0
+    } else {
+        tally.cleared
+    };
+    for (n, what) in [(tally.retired, "retired"), (cleared, "cleared")] {
+        if n > 0 {
+            parts.push(Part::text(
+                3,
+                format!("{} {what}", thousands(n)),
+                Style::default(),
+            ));
+        }
+    }
+    parts
+}
+
+/// Compare mode's header counts, each run's apart (the two runs' sums would mean nothing).
+fn compare_parts(comparison: &crate::app::Comparison, theme: Theme) -> Vec<Part> {
+    let mut parts = Vec::new();
+    for (label, side) in [("A", &comparison.counts[0]), ("B", &comparison.counts[1])] {
+        parts.push(Part::text(
+            0,
+            format!(
+                "{label}: {}, {} masked, {} at risk",
+                count(side.rollouts, "rollout", "rollouts"),
+                thousands(side.masked),
+                thousands(side.at_risk)
+            ),
+            Style::default(),
+        ));
+    }
+    let diff = &comparison.diff;
+    parts.push(Part::text(
+        0,
+        format!(
+            "{} masked → ok, {} ok → masked, {} gone, {} new",
+            diff.fixed().count(),
+            diff.broke().count(),
+            diff.only_a.len(),
+            diff.only_b.len()
+        ),
+        theme.problem(),
+    ));
+    parts
 }
 
 #[cfg(test)]

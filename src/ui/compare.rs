@@ -66,7 +66,10 @@ fn cell(app: &App, token: Option<&TokenValue>) -> String {
     match token {
         None => "·".into(),
         Some(token) => match &app.detok {
-            Some(detok) => format!("{token:<8} {}", clip(&sanitize(&detok.piece(*token)), 20)),
+            Some(detok) => format!(
+                "{token:<8} {}",
+                clip(&super::tokens::visible(&detok.piece(*token)), 20)
+            ),
             None => token.to_string(),
         },
     }
@@ -122,7 +125,23 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     match (app.details.get(view.a), app.details.get(view.b)) {
         (Some(analysis_a), Some(analysis_b)) => {
             let shown = beside(analysis_a, analysis_b, CONTEXT);
-            lines.push(line(parting_line(&shown), theme.heading()));
+            // The sentence wrapped (the only line that may be longer than the view).
+            let sentence = parting_line(&shown);
+            let width = inner.max(20);
+            let mut rest = sentence.as_str();
+            while !rest.is_empty() {
+                let cut = if rest.chars().count() <= width {
+                    rest.len()
+                } else {
+                    let limit = rest
+                        .char_indices()
+                        .nth(width)
+                        .map_or(rest.len(), |(i, _)| i);
+                    rest[..limit].rfind(' ').filter(|&i| i > 0).unwrap_or(limit)
+                };
+                lines.push(line(rest[..cut].to_owned(), theme.heading()));
+                rest = rest[cut..].trim_start();
+            }
             if let (Some(side_a), Some(side_b)) = (&shown.a, &shown.b) {
                 let heading_a = format!("A: {} ({} tokens)", side_a.what, side_a.len);
                 let heading_b = format!("B: {} ({} tokens)", side_b.what, side_b.len);

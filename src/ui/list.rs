@@ -180,6 +180,7 @@ fn counterpart(app: &App, index: usize) -> String {
         }
         Some(Counterpart::Gone) => strings::COMPARE_GONE.to_owned(),
         Some(Counterpart::New) => strings::COMPARE_NEW.to_owned(),
+        Some(Counterpart::Unread) => "…".to_owned(),
         None => String::new(),
     }
 }

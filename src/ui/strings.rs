@@ -48,6 +48,8 @@ pub(crate) const BESIDE_READING: &str = "reading both runs' rollouts…";
 pub(crate) const BESIDE_KEYS: &str = "Enter or Esc: back to the list";
 /// The timeline view's title.
 pub(crate) const TITLE_TIMELINE: &str = "timeline";
+/// The timeline view's title in compare mode (it counts run A).
+pub(crate) const TIMELINE_RUN_A: &str = " of run A";
 /// The timeline view's keys, in its title.
 pub(crate) const TIMELINE_KEYS: &str = "← → move · [ ] width · Enter keep the list · Esc back";
 /// The timeline view with no record time to place.

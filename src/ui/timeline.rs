@@ -79,8 +79,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, areas: &Areas) {
     }
     let timeline = &view.timeline;
     let title = format!(
-        "{} · {} buckets · {}",
+        "{}{} · {} buckets · {}",
         strings::TITLE_TIMELINE,
+        if app.comparison.is_some() {
+            strings::TIMELINE_RUN_A
+        } else {
+            ""
+        },
         width_words(timeline.bucket_seconds()),
         strings::TIMELINE_KEYS
     );
@@ -162,8 +167,19 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, areas: &Areas) {
     }
     let width = usize::from(inner.width);
     let line = |text: String, style: Style| Line::from(Span::styled(clip(&text, width), style));
+    // Times of day, or dates for buckets of a day and more.
+    let days = timeline.bucket_seconds() >= 86_400.0;
     let clock = |seconds: f64| {
-        moment(seconds, app.zone).map_or_else(|| "?".into(), |m| m[11..19].to_owned())
+        moment(seconds, app.zone).map_or_else(
+            || "?".into(),
+            |m| {
+                if days {
+                    m[..10].to_owned()
+                } else {
+                    m[11..19].to_owned()
+                }
+            },
+        )
     };
     let marker = at_cursor.map_or(String::new(), |at| {
         format!("{}▲", " ".repeat(usize::from(LABEL) + at))

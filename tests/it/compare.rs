@@ -373,3 +373,153 @@ fn outside_compare_mode_f_says_how_to_get_there() {
     let status = crate::common::screen(&app);
     assert!(status.contains("--compare STORE_A STORE_B"), "{status}");
 }
+
+/// Runs A and B with a rows file inside each store directory, the same ids with other
+/// rewards (A: 1.0, B: 0.25).
+fn runs_with_rows_inside(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (a, b, rows_a, rows_b) = runs(dir);
+    let (a, b) = (std::path::PathBuf::from(a), std::path::PathBuf::from(b));
+    std::fs::copy(&rows_a, a.join("rows.jsonl")).unwrap();
+    let b_rows = std::fs::read_to_string(&rows_b)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).unwrap();
+            row["reward"] = json!(0.25);
+            format!("{row}\n")
+        })
+        .collect::<String>();
+    std::fs::write(b.join("rows.jsonl"), b_rows).unwrap();
+    (a, b)
+}
+
+#[test]
+fn each_store_keeps_its_own_rows_for_rollouts_of_the_same_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = runs_with_rows_inside(dir.path());
+    let stores = vec![a.clone(), b.clone()];
+    let mut rows = tokscope_core::observe::Rows::read(&[]);
+    rows.discover(&stores);
+    assert!(
+        rows.problems.is_empty(),
+        "two stores' rows of one id are no conflict: {:?}",
+        rows.problems
+    );
+    let analyses = crate::common::analyze_with_rows(&stores, &rows);
+    let reward = |store: &Path, id: &str| {
+        let analysis = analyses
+            .iter()
+            .find(|x| x.capture.location.dir == store && x.rollout_id() == id)
+            .unwrap();
+        tokscope_core::verdict::Summary::of(analysis).reward()
+    };
+    assert_eq!(reward(&a, "r1"), Some(1.0));
+    assert_eq!(reward(&b, "r1"), Some(0.25));
+}
+
+#[test]
+fn the_watcher_gives_each_run_the_rows_given_for_it() {
+    use tokscope_core::live::StoreEvent;
+    use tokscope_core::live::watch::{WatchMode, WatchOptions, watch};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, rows_a, rows_b) = runs(dir.path());
+    let (a, b) = (std::path::PathBuf::from(a), std::path::PathBuf::from(b));
+    let handle = watch(
+        vec![a.clone(), b.clone()],
+        WatchOptions {
+            mode: WatchMode::Once,
+            store_rows: vec![(a.clone(), rows_a.into()), (b.clone(), rows_b.into())],
+            ..WatchOptions::default()
+        },
+    );
+    let mut rewards = std::collections::BTreeMap::new();
+    while let Ok(event) = handle
+        .events
+        .recv_timeout(std::time::Duration::from_secs(20))
+    {
+        match event {
+            StoreEvent::Updated(summary) => {
+                let side = if summary.location.dir == a { "a" } else { "b" };
+                rewards.insert((side, summary.rollout_id().to_owned()), summary.reward());
+            }
+            StoreEvent::Ready => break,
+            _ => {}
+        }
+    }
+    // r5's reward is 0 in both; new-1 (B only) has 0.5; r3 0 in both; r1 1.0 in both.
+    assert_eq!(rewards[&("b", "new-1".to_owned())], Some(0.5));
+    assert_eq!(rewards[&("a", "gone-1".to_owned())], Some(1.0));
+    assert_eq!(rewards.get(&("a", "new-1".to_owned())), None);
+    // Tasks come with them: x-t7 and y-t7 pair by task and sample in the explorer too.
+    let analyses = crate::common::analyze_with_rows(&[a.clone(), b.clone()], &{
+        let mut rows = tokscope_core::observe::Rows::default();
+        rows.read_for_store(&a, &[dir.path().join("a/rows.jsonl")]);
+        rows.read_for_store(&b, &[dir.path().join("b/rows.jsonl")]);
+        rows
+    });
+    let mut app = tokscope::app::App::new(
+        vec![a, b],
+        analyses,
+        tokscope_core::verdict::VerdictOptions::default(),
+        crate::common::viewport(120, 40),
+    );
+    app.compare_stores();
+    let comparison = app.comparison.as_ref().unwrap();
+    assert!(
+        comparison
+            .diff
+            .pairs
+            .iter()
+            .any(|p| p.a == "x-t7" && p.b == "y-t7"),
+        "{:?}",
+        comparison.diff.pairs
+    );
+    let shown = crate::common::screen(&app);
+    assert!(shown.contains("A: 8 rollouts, 2 masked"), "{shown}");
+    assert!(shown.contains("B: 8 rollouts, 5 masked"), "{shown}");
+}
+
+#[test]
+fn while_the_stores_are_read_nothing_is_called_gone() {
+    use tokscope_core::live::StoreEvent;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, _, _) = runs(dir.path());
+    let stores = vec![std::path::PathBuf::from(&a), std::path::PathBuf::from(&b)];
+    let analyses = crate::common::analyze_with_rows(&stores, &Default::default());
+    let mut app = tokscope::app::App::new_live(
+        stores,
+        tokscope_core::verdict::VerdictOptions::default(),
+        crate::common::viewport(120, 40),
+    );
+    app.compare_stores();
+    // Only run A's rollouts have come: none of them is gone yet.
+    let of_a: Vec<StoreEvent> = analyses
+        .iter()
+        .filter(|x| x.capture.location.dir.to_str() == Some(a.as_str()))
+        .map(|x| StoreEvent::Updated(Box::new(tokscope_core::verdict::Summary::of(x))))
+        .collect();
+    app.update(tokscope::app::Message::Store(of_a));
+    assert!(listed(&app).is_empty(), "{:?}", listed(&app));
+    let gone = app
+        .rollouts
+        .iter()
+        .position(|s| s.rollout_id() == "gone-1")
+        .unwrap();
+    assert_eq!(
+        app.counterpart(gone),
+        Some(tokscope::app::Counterpart::Unread)
+    );
+    // B's come, then the first scan ends: now the flips, the gone and the new.
+    let mut rest: Vec<StoreEvent> = analyses
+        .iter()
+        .filter(|x| x.capture.location.dir.to_str() == Some(b.as_str()))
+        .map(|x| StoreEvent::Updated(Box::new(tokscope_core::verdict::Summary::of(x))))
+        .collect();
+    rest.push(StoreEvent::Ready);
+    app.update(tokscope::app::Message::Store(rest));
+    assert_eq!(
+        app.counterpart(gone),
+        Some(tokscope::app::Counterpart::Gone)
+    );
+    assert_eq!(listed(&app).len(), 7, "{:?}", listed(&app));
+}

@@ -115,7 +115,14 @@ fn first_difference(a: &TokenSeq, b: &TokenSeq) -> Option<usize> {
 /// `a` and `b` (the same rollout in runs A and B) at the position where they part, with
 /// `context` tokens shown on each side of it.
 pub fn beside(a: &Analysis, b: &Analysis, context: usize) -> Beside {
-    const CHAIN: &str = "the delivered chain";
+    // A masked side's main chain is not delivered: it is named for what it is.
+    let chain = |analysis: &Analysis| {
+        if masked(analysis) {
+            "the main chain (masked)".to_owned()
+        } else {
+            "the delivered chain".to_owned()
+        }
+    };
     let links = [
         (Which::A, masked(a).then(|| broken_link(a)).flatten()),
         (Which::B, masked(b).then(|| broken_link(b)).flatten()),
@@ -125,14 +132,8 @@ pub fn beside(a: &Analysis, b: &Analysis, context: usize) -> Beside {
         | [_, (side, Some((call, position, prompt)))] => {
             let what = format!("call {call}'s prompt");
             let (seq_a, seq_b) = match side {
-                Which::A => (
-                    Some((prompt, what)),
-                    delivered(b).map(|s| (s, CHAIN.to_owned())),
-                ),
-                Which::B => (
-                    delivered(a).map(|s| (s, CHAIN.to_owned())),
-                    Some((prompt, what)),
-                ),
+                Which::A => (Some((prompt, what)), delivered(b).map(|s| (s, chain(b)))),
+                Which::B => (delivered(a).map(|s| (s, chain(a))), Some((prompt, what))),
             };
             (
                 Parting::BrokenLink { side, call },
@@ -154,8 +155,8 @@ pub fn beside(a: &Analysis, b: &Analysis, context: usize) -> Beside {
             (
                 parting,
                 position,
-                seq_a.map(|s| (s, CHAIN.to_owned())),
-                seq_b.map(|s| (s, CHAIN.to_owned())),
+                seq_a.map(|s| (s, chain(a))),
+                seq_b.map(|s| (s, chain(b))),
             )
         }
     };

@@ -63,8 +63,6 @@ struct Entry {
     outcome: Outcome,
     task: Option<String>,
     sample: Option<String>,
-    /// The cause group's key, when masked.
-    cause: Option<String>,
 }
 
 /// What a side says of one agent (or of the whole side).
@@ -145,7 +143,7 @@ impl Side {
     pub fn add(&mut self, summary: &Summary) {
         let standing = summary.standing();
         self.tally.count(standing, 1);
-        let Some(outcome) = Outcome::of(standing) else {
+        let Some(outcome) = self.add_for_pairing(summary) else {
             return;
         };
         self.causes.add(summary);
@@ -158,19 +156,27 @@ impl Side {
         }
         self.tokens.0 += summary.tokens.0;
         self.tokens.1 += summary.tokens.1;
+    }
+
+    /// Take in only what pairing needs of `summary` (its id, outcome, task and sample): a
+    /// [`Diff`] of such sides has its pairs, gone and new, and no groups or facts. Its
+    /// outcome (`None`: cleared, not taken in).
+    pub fn add_for_pairing(&mut self, summary: &Summary) -> Option<Outcome> {
+        let outcome = Outcome::of(summary.standing())?;
         self.entries.insert(
             summary.rollout_id().to_owned(),
             Entry {
                 outcome,
                 task: summary.task().map(str::to_owned),
                 sample: summary.context.as_ref().and_then(|c| c.sample.clone()),
-                cause: summary
-                    .cause
-                    .as_ref()
-                    .filter(|_| outcome == Outcome::Masked)
-                    .map(|c| c.key()),
             },
         );
+        Some(outcome)
+    }
+
+    /// Forget rollout `id` (a pairing side's rollout cleared; see [`Side::add_for_pairing`]).
+    pub fn forget(&mut self, id: &str) {
+        self.entries.remove(id);
     }
 
     /// The rollout `id`'s outcome on this side.

@@ -26,10 +26,15 @@ fn reward(facts: &Facts) -> String {
         .map_or("–".into(), |m| format!("{m:.3}"))
 }
 
-/// A side in one line: `40 rollouts, 12 masked (30.0%), 70.0% delivered, mean reward 0.450`.
-fn side_line(facts: &Facts) -> String {
+/// A side in one line: `40 rollouts, 12 masked (30.0%; 2 of them live, at risk), 70.0% of
+/// the decided delivered, mean reward 0.450`.
+fn side_line(facts: &Facts, at_risk: Option<usize>) -> String {
+    let risk = match at_risk {
+        Some(n) if n > 0 => format!("; {n} of them live, at risk"),
+        _ => String::new(),
+    };
     let mut line = format!(
-        "{} rollouts, {} masked ({}), {} delivered",
+        "{} rollouts, {} masked ({}{risk}), {} of the decided delivered",
         facts.rollouts,
         facts.masked,
         percent((facts.rollouts > 0).then(|| share(facts.masked, facts.rollouts))),
@@ -89,12 +94,13 @@ const IDS_SHOWN: usize = 12;
 
 /// The comparison as text lines.
 pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
+    let (a_side, b_side) = (a, b);
     let mut out = format!(
         "{}\n  {}\n{}\n  {}\n{}\n",
         side_name("A", a),
-        side_line(&a.facts),
+        side_line(&a.facts, Some(a.tally.at_risk)),
         side_name("B", b),
-        side_line(&b.facts),
+        side_line(&b.facts, Some(b.tally.at_risk)),
         matched_line(diff)
     );
     out.push_str("\nflips\n");
@@ -106,7 +112,10 @@ pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
         out.push('\n');
     }
     if !diff.groups.is_empty() {
-        out.push_str("\ncause groups          A           B\n");
+        out.push_str(&format!(
+            "\ncause groups\n  {:>6} {:>6}  {:>6} {:>6}  {:<9} cause\n",
+            "A", "share", "B", "share", "change"
+        ));
         for g in &diff.groups {
             out.push_str(&format!(
                 "  {:>6} {:>5.1}%  {:>6} {:>5.1}%  {:<9} {}\n",
@@ -120,9 +129,25 @@ pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
         }
     }
     if !diff.agents.is_empty() {
-        out.push_str("\nagents (A → B)\n");
+        out.push_str("\nagents (A → B; – where a run's rows name no agent)\n");
+        let no_rows = |side: &Side| side.causes.context_seen == 0;
         for row in &diff.agents {
             let (a, b) = (&row.a, &row.b);
+            if no_rows(a_side) || no_rows(b_side) {
+                let count = |facts: &Facts, side: &Side| {
+                    if no_rows(side) {
+                        "–".to_owned()
+                    } else {
+                        facts.rollouts.to_string()
+                    }
+                };
+                let (x, y) = (count(a, a_side), count(b, b_side));
+                out.push_str(&format!(
+                    "  {:<16} rollouts {x} → {y}\n",
+                    sanitize(&row.agent)
+                ));
+                continue;
+            }
             out.push_str(&format!(
                 "  {:<16} rollouts {} → {}, masked {} → {}, delivered {} → {}",
                 sanitize(&row.agent),

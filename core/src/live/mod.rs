@@ -56,6 +56,8 @@ pub struct LiveStore {
     focus: Vec<RolloutLocation>,
     options: VerdictOptions,
     row_paths: Vec<PathBuf>,
+    /// Rows of one store each: `(store, path)`.
+    store_row_paths: Vec<(PathBuf, PathBuf)>,
     /// Shared with the first scan's workers and with replay timelines.
     rows: Arc<Rows>,
     /// The rows files' stamp when they were last read.
@@ -99,6 +101,7 @@ impl LiveStore {
             focus: Vec::new(),
             options,
             row_paths,
+            store_row_paths: Vec::new(),
             rows: Arc::default(),
             rows_stamp: Vec::new(),
             following: true,
@@ -110,6 +113,15 @@ impl LiveStore {
         };
         store.reload_rows();
         store
+    }
+
+    /// Also rows of one store each, `(store, path)` (read now, and again with the others).
+    pub(crate) fn with_store_rows(mut self, paths: Vec<(PathBuf, PathBuf)>) -> LiveStore {
+        if !paths.is_empty() {
+            self.store_row_paths = paths;
+            self.reload_rows();
+        }
+        self
     }
 
     /// Whether changes will be followed after the first scan (`false`: it keeps nothing hot).

@@ -25,6 +25,9 @@ impl LiveStore {
     pub(crate) fn reload_rows(&mut self) {
         self.rows_stamp = self.rows_stamp();
         let mut rows = Rows::read(&self.row_paths);
+        for (store, path) in &self.store_row_paths {
+            rows.read_for_store(store, std::slice::from_ref(path));
+        }
         rows.discover(&self.dirs);
         self.rows = Arc::new(rows);
     }

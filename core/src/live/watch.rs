@@ -64,6 +64,8 @@ pub struct WatchOptions {
     pub verdict: VerdictOptions,
     /// Rollout rows outside the store directories (those inside are found and followed).
     pub rows: Vec<PathBuf>,
+    /// Rollout rows of one store each: `(store, rows path)` (`--compare`'s `--rollouts-a`).
+    pub store_rows: Vec<(PathBuf, PathBuf)>,
     /// Take no change events even in [`WatchMode::Events`]: poll every directory as when
     /// events cannot be had (`TOKSCOPE_NO_EVENTS`; the fallback, tried on purpose).
     pub no_events: bool,
@@ -76,6 +78,7 @@ impl Default for WatchOptions {
             coalesce: Duration::from_millis(25),
             verdict: VerdictOptions::default(),
             rows: Vec::new(),
+            store_rows: Vec::new(),
             no_events: false,
         }
     }
@@ -349,7 +352,8 @@ fn run(
     // then seen to go.
     let mut presence = Presence::new(&dirs);
     let mut store =
-        LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone());
+        LiveStore::with_rows(dirs.clone(), options.verdict.clone(), options.rows.clone())
+            .with_store_rows(options.store_rows.clone());
     store.set_following(!matches!(options.mode, WatchMode::Once));
     // Subscribe before the first scan, so nothing written during it is missed. Where change
     // events cannot be had (no watcher: the instance limit; a directory: the watch limit),

@@ -25,8 +25,12 @@ pub struct Rows {
     pub by_rollout: BTreeMap<String, Observations>,
     /// Lines that could not be used, rows replaced by a later one, rows skipped.
     pub problems: Vec<RowProblem>,
-    /// Files read.
+    /// Files read (those of [`Rows::of_store`] too).
     pub files: Vec<PathBuf>,
+    /// Rows that belong to one store: found in its directory, or given for it
+    /// (`--rollouts-a`): its rollouts take them before those of [`Rows::by_rollout`], and two
+    /// stores' rollouts of one id keep their own (two runs of the same tasks).
+    pub of_store: BTreeMap<PathBuf, Rows>,
 }
 
 /// What reading one line gave.
@@ -169,10 +173,42 @@ impl Rows {
     /// files and whose rows carry observations).
     pub fn discover(&mut self, store_dirs: &[PathBuf]) {
         for dir in store_dirs {
-            for file in row_files(dir) {
-                self.read_file(&file);
+            let files = row_files(dir);
+            self.read_for_store(dir, &files);
+        }
+    }
+
+    /// Read rows files (each a JSONL file or a directory of them) as `store`'s: they apply
+    /// to its rollouts only.
+    pub fn read_for_store(&mut self, store: &Path, paths: &[PathBuf]) {
+        let mut own = self.of_store.remove(store).unwrap_or_default();
+        for path in paths {
+            let files = if path.is_dir() {
+                row_files(path)
+            } else {
+                vec![path.clone()]
+            };
+            for file in files {
+                // A file given for every store as well is read once, as everyone's.
+                if !self.already_read(&file) {
+                    own.read_file(&file);
+                }
             }
         }
+        self.files.extend(own.files.iter().cloned());
+        self.problems.append(&mut own.problems);
+        if !own.by_rollout.is_empty() || !own.files.is_empty() {
+            self.of_store.insert(store.to_path_buf(), own);
+        }
+    }
+
+    /// The observations of the rollout at `location`: its store's rows first, then those
+    /// given for every store.
+    pub fn for_rollout(&self, location: &crate::store::RolloutLocation) -> Option<&Observations> {
+        self.of_store
+            .get(&location.dir)
+            .and_then(|own| own.by_rollout.get(&location.id))
+            .or_else(|| self.by_rollout.get(&location.id))
     }
 
     /// Whether `file` was read already, under this or another spelling of its path.
@@ -389,11 +425,16 @@ impl Rows {
 
     /// Rows whose rollout is not among `rollout_ids`.
     pub fn unmatched<'a>(&'a self, rollout_ids: &HashSet<&str>) -> Vec<&'a str> {
-        self.by_rollout
+        let mut keys: Vec<&str> = self
+            .by_rollout
             .keys()
+            .chain(self.of_store.values().flat_map(|own| own.by_rollout.keys()))
             .map(String::as_str)
             .filter(|k| !rollout_ids.contains(k))
-            .collect()
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 }
 
