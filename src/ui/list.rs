@@ -72,10 +72,13 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let width = inner_width(area);
     let id_width = app.longest_id.clamp(7, 24);
     let columns = Columns::of(app);
+    // Compare mode drops the state column: what the other run says matters more there.
+    let state_width = if columns.compare { 0 } else { 6 };
     let header = format!(
-        "{:<id_width$} {:<6} {:>5} {:>2} {:>4} {:<6} {}reason",
+        "{:<id_width$} {:<state_width$}{}{:>5} {:>2} {:>4} {:<6} {}reason",
         "rollout",
-        "state",
+        if columns.compare { "" } else { "state" },
+        if columns.compare { "" } else { " " },
         "calls",
         "ch",
         "del",
@@ -111,9 +114,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             reason = format!("{} {reason}", strings::WRITING);
         }
         let lead = format!(
-            "{:<id_width$} {:<6} {:>5} {:>2} {:>4} ",
+            "{:<id_width$} {:<state_width$}{}{:>5} {:>2} {:>4} ",
             clip(&sanitize(a.rollout_id()), id_width),
-            state(a),
+            if columns.compare { "" } else { state(a) },
+            if columns.compare { "" } else { " " },
             calls,
             chains,
             delivered
