@@ -42,9 +42,9 @@ const PAIRING_WHILE_READING: std::time::Duration = std::time::Duration::from_mil
 pub struct SideCounts {
     /// Rollouts (not cleared).
     pub rollouts: usize,
-    /// Masked or at risk.
+    /// Masked (final verdicts).
     pub masked: usize,
-    /// Of those, live and at risk.
+    /// Live and at risk.
     pub at_risk: usize,
 }
 
@@ -54,7 +54,7 @@ impl SideCounts {
             return;
         }
         self.rollouts += 1;
-        self.masked += usize::from(matches!(standing, Standing::Masked | Standing::AtRisk));
+        self.masked += usize::from(standing == Standing::Masked);
         self.at_risk += usize::from(standing == Standing::AtRisk);
     }
 }
@@ -87,6 +87,14 @@ impl App {
         let (Some(a), Some(b)) = (self.stores.first(), self.stores.get(1)) else {
             return;
         };
+        // The health strip and the causes view count run A, the run the list shows (the two
+        // runs' sums would mean nothing); the header counts both apart.
+        let run_a = a.as_os_str().to_owned();
+        self.health = tokscope_core::health::Health::of(
+            self.rollouts
+                .iter()
+                .filter(|s| s.location.dir.as_os_str() == run_a),
+        );
         self.comparison = Some(Comparison {
             a: a.clone(),
             b: b.clone(),
@@ -145,6 +153,9 @@ impl App {
         if self.stores_read() {
             shown.extend(diff.only_a.iter().filter_map(|id| index_a.get(id.as_str())));
             shown.extend(diff.only_b.iter().filter_map(|id| index_b.get(id.as_str())));
+        } else if !flips_only {
+            // Every rollout of A is shown, those not matched yet with `…`.
+            shown.extend(diff.only_a.iter().filter_map(|id| index_a.get(id.as_str())));
         }
         if let Some(comparison) = &mut self.comparison {
             (comparison.diff, comparison.partner, comparison.dirty) = (diff, partner, false);
@@ -208,12 +219,27 @@ impl App {
 
     /// Flips only, or every rollout (`F`).
     pub(super) fn toggle_flips(&mut self) {
-        let Some(comparison) = &mut self.comparison else {
+        let Some(comparison) = &self.comparison else {
             self.message = Some(Notice::CompareOnly);
             return;
         };
-        comparison.flips_only = !comparison.flips_only;
+        self.show_flips_only(!comparison.flips_only);
+    }
+
+    /// Show the flips only (or every rollout); the previous choice.
+    pub(super) fn show_flips_only(&mut self, flips_only: bool) -> Option<bool> {
+        let comparison = self.comparison.as_mut()?;
+        let before = std::mem::replace(&mut comparison.flips_only, flips_only);
         self.recompare();
+        Some(before)
+    }
+
+    /// Whether rollout `index` counts in the run-wide views (health strip, causes, timeline):
+    /// every one, but in compare mode run A's only.
+    pub fn in_run_view(&self, index: usize) -> bool {
+        self.comparison
+            .as_ref()
+            .is_none_or(|c| self.rollouts[index].location.dir.as_os_str() == c.a.as_os_str())
     }
 
     /// Enter in compare mode on a matched rollout: its two runs side by side; whether it

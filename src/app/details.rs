@@ -195,7 +195,9 @@ impl App {
     pub(super) fn take_summary_unlisted(&mut self, summary: Summary) -> usize {
         let index = match self.index_of.get(&summary.location) {
             Some(&index) => {
-                self.health.remove(&self.rollouts[index]);
+                if self.in_run_view(index) {
+                    self.health.remove(&self.rollouts[index]);
+                }
                 self.timeline_count(index, false);
                 self.rollouts[index] = summary;
                 index
@@ -208,7 +210,9 @@ impl App {
                 self.rollouts.len() - 1
             }
         };
-        self.health.add(&self.rollouts[index]);
+        if self.in_run_view(index) {
+            self.health.add(&self.rollouts[index]);
+        }
         self.timeline_count(index, true);
         if let Some(comparison) = &mut self.comparison {
             comparison.dirty = true;

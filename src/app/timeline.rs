@@ -37,6 +37,9 @@ pub struct TimelineView {
     pub moment: f64,
     /// The list's filter when the view opened (Esc puts it back).
     pub previous_filter: String,
+    /// Compare mode's flips-only when the view opened: the view lists every rollout of a
+    /// bucket, as it counts them, and closing puts the choice back.
+    pub previous_flips: Option<bool>,
 }
 
 /// The filter term of bucket `index` of `timeline`: `ended:START+SECONDS`.
@@ -46,6 +49,12 @@ pub fn bucket_filter(timeline: &Timeline, index: i64) -> String {
         timeline.start_of(index),
         timeline.bucket_seconds()
     )
+}
+
+/// Whether bucket `index` holds nothing (no rollout finished, none at risk, no call).
+fn is_empty(timeline: &Timeline, index: i64) -> bool {
+    let bucket = timeline.at(index);
+    bucket.finished == 0 && bucket.at_risk == 0 && bucket.calls == 0 && bucket.in_flight == 0.0
 }
 
 /// The middle of bucket `index` (UNIX seconds).
@@ -58,19 +67,11 @@ impl App {
     fn timeline_of(&self, seconds: f64) -> Timeline {
         let mut timeline = Timeline::new(seconds);
         for (index, summary) in self.rollouts.iter().enumerate() {
-            if self.on_timeline(index) {
+            if self.in_run_view(index) {
                 timeline.add(summary);
             }
         }
         timeline
-    }
-
-    /// Whether rollout `index` is counted on the timeline: every one, but in compare mode
-    /// run A's only (the two runs' sums would mean nothing; the list shows A).
-    pub fn on_timeline(&self, index: usize) -> bool {
-        self.comparison
-            .as_ref()
-            .is_none_or(|c| self.rollouts[index].location.dir.as_os_str() == c.a.as_os_str())
     }
 
     /// The first bucket width: the narrowest of the ladder that lays the run out in about a
@@ -94,9 +95,13 @@ impl App {
     pub(super) fn toggle_timeline(&mut self) {
         if let Some(view) = self.timeline.take() {
             self.list.filter = view.previous_filter;
+            if let Some(flips) = view.previous_flips {
+                self.show_flips_only(flips);
+            }
             self.refresh_list();
             return;
         }
+        let previous_flips = self.show_flips_only(false);
         let timeline = self.timeline_of(self.first_bucket());
         let cursor = timeline.span().map_or(0, |(_, last)| last);
         let moment = middle(&timeline, cursor);
@@ -105,13 +110,14 @@ impl App {
             cursor,
             moment,
             previous_filter: self.list.filter.clone(),
+            previous_flips,
         });
         self.follow_cursor();
     }
 
     /// Count a summary in or out of the open view's series (beside the health's counts).
     pub(super) fn timeline_count(&mut self, index: usize, add: bool) {
-        if !self.on_timeline(index) {
+        if !self.in_run_view(index) {
             return;
         }
         if let Some(view) = &mut self.timeline {
@@ -157,9 +163,27 @@ impl App {
             at.saturating_sub(1)
         };
         let moment = view.moment;
+        let (old_start, old_width) = (
+            view.timeline.start_of(view.cursor),
+            view.timeline.bucket_seconds(),
+        );
         let timeline = self.timeline_of(BUCKET_LADDER[next]);
         let (first, last) = timeline.span().unwrap_or((0, 0));
-        let cursor = timeline.bucket_of(moment).clamp(first, last.max(first));
+        let mut cursor = timeline.bucket_of(moment).clamp(first, last.max(first));
+        if !wider && is_empty(&timeline, cursor) {
+            // Narrower: of the buckets the old one covered, the nearest with something in it
+            // (the moment may fall in an empty part of it).
+            let (low, high) = (
+                timeline.bucket_of(old_start),
+                timeline.bucket_of(old_start + old_width - 0.001),
+            );
+            if let Some(found) = (low..=high)
+                .filter(|&i| !is_empty(&timeline, i))
+                .min_by_key(|&i| (i - cursor).abs())
+            {
+                cursor = found;
+            }
+        }
         if let Some(view) = &mut self.timeline {
             (view.timeline, view.cursor) = (timeline, cursor);
         }

@@ -34,13 +34,14 @@ pub fn run(
                  with --rollouts-a PATH and --rollouts-b PATH"
             );
         }
-        for (store, paths) in pair.iter().zip([&args.rows_a, &args.rows_b]) {
+        let given = [
+            ("--rollouts-a", &args.rows_a),
+            ("--rollouts-b", &args.rows_b),
+        ];
+        for (store, (flag, paths)) in pair.iter().zip(given) {
             for path in paths {
                 if std::fs::metadata(path).is_err() {
-                    anyhow::bail!(
-                        "--compare: rows {}: no such file or directory",
-                        path.display()
-                    );
+                    anyhow::bail!("{flag} {}: no such file or directory", path.display());
                 }
                 store_rows.push((store.clone(), path.clone()));
             }

@@ -508,29 +508,42 @@ fn tally_parts(app: &App, theme: Theme) -> Vec<Part> {
 fn compare_parts(comparison: &crate::app::Comparison, theme: Theme) -> Vec<Part> {
     let mut parts = Vec::new();
     for (label, side) in [("A", &comparison.counts[0]), ("B", &comparison.counts[1])] {
-        parts.push(Part::text(
-            0,
-            format!(
-                "{label}: {}, {} masked, {} at risk",
-                count(side.rollouts, "rollout", "rollouts"),
-                thousands(side.masked),
-                thousands(side.at_risk)
+        parts.push(
+            Part::text(
+                2,
+                format!(
+                    "{label}: {}, {} masked, {} at risk",
+                    count(side.rollouts, "rollout", "rollouts"),
+                    thousands(side.masked),
+                    thousands(side.at_risk)
+                ),
+                Style::default(),
+            )
+            .or_at(
+                1,
+                vec![Span::raw(format!(
+                    "{label}: {} masked, {} at risk",
+                    thousands(side.masked),
+                    thousands(side.at_risk)
+                ))],
             ),
-            Style::default(),
-        ));
+        );
     }
+    // The flips stay whatever the width (their short form at the least).
     let diff = &comparison.diff;
-    parts.push(Part::text(
-        0,
-        format!(
-            "{} masked → ok, {} ok → masked, {} gone, {} new",
-            diff.fixed().count(),
-            diff.broke().count(),
-            diff.only_a.len(),
-            diff.only_b.len()
+    let (fixed, broke) = (diff.fixed().count(), diff.broke().count());
+    let (gone, new) = (diff.only_a.len(), diff.only_b.len());
+    parts.push(
+        Part::text(
+            0,
+            format!("{fixed} masked → ok, {broke} ok → masked, {gone} gone, {new} new"),
+            theme.problem(),
+        )
+        .or_text(
+            format!("flips: {fixed} →ok {broke} →masked {gone} gone {new} new"),
+            theme.problem(),
         ),
-        theme.problem(),
-    ));
+    );
     parts
 }
 

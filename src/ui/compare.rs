@@ -51,12 +51,12 @@ fn parting_line(shown: &Beside) -> String {
             sanitize(call)
         ),
         (Parting::ChainsDiffer, Some(p)) => {
-            format!("the delivered chains differ first at token {p}")
+            format!("the main chains differ first at token {p}")
         }
         (Parting::OneEnds, Some(p)) => {
-            format!("one delivered chain ends at token {p}; the other goes on")
+            format!("one main chain ends at token {p}; the other goes on")
         }
-        (Parting::Agree(n), _) => format!("the delivered chains are the same {n} tokens"),
+        (Parting::Agree(n), _) => format!("the main chains are the same {n} tokens"),
         _ => "a side has no chain to compare (no build)".into(),
     }
 }

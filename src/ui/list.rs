@@ -44,11 +44,15 @@ fn sort_name(key: SortKey) -> &'static str {
 /// Draw the list.
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let list = &app.list;
+    // In compare mode, of the rollouts the list can show: A's, and B's not in A.
+    let of = app.comparison.as_ref().map_or(app.rollouts.len(), |c| {
+        c.counts[0].rollouts + c.diff.only_b.len()
+    });
     let mut title = format!(
         "{} {}/{} · sort {}{}",
         crate::app::Pane::List.spec().title,
         list.rows.len(),
-        app.rollouts.len(),
+        of,
         sort_name(list.sort),
         if list.reverse { " ↓" } else { " ↑" }
     );

@@ -191,7 +191,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, areas: &Areas) {
                 &clock(timeline.start_of(from)),
                 &clock(timeline.start_of(to + 1)),
                 // The end's time under the last bucket, not at the pane's edge.
-                (usize::from(LABEL) + buckets.len()).clamp(usize::from(LABEL) + 17, width),
+                (usize::from(LABEL) + buckets.len()).clamp(usize::from(LABEL) + 21, width),
             ),
             theme.dim(),
         ),
@@ -252,7 +252,9 @@ fn short_number(value: f64) -> String {
 /// at the right.
 fn axis(from: &str, to: &str, width: usize) -> String {
     let pad = " ".repeat(usize::from(LABEL));
-    let room = width.saturating_sub(usize::from(LABEL) + from.len() + to.len());
+    let room = width
+        .saturating_sub(usize::from(LABEL) + from.len() + to.len())
+        .max(1);
     format!("{pad}{from}{}{to}", " ".repeat(room))
 }
 

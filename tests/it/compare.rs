@@ -476,7 +476,13 @@ fn the_watcher_gives_each_run_the_rows_given_for_it() {
     );
     let shown = crate::common::screen(&app);
     assert!(shown.contains("A: 8 rollouts, 2 masked"), "{shown}");
-    assert!(shown.contains("B: 8 rollouts, 5 masked"), "{shown}");
+    assert!(shown.contains("B: 5 masked, 0 at risk"), "{shown}");
+    assert!(
+        shown.contains("1 masked → ok, 3 ok → masked, 1 gone, 1 new"),
+        "{shown}"
+    );
+    // The health strip counts run A (its two lost calls), not both runs.
+    assert!(shown.contains("capture_incomplete 2 "), "{shown}");
 }
 
 #[test]

@@ -172,6 +172,12 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
             60.0
         );
         assert_eq!(listed(&app), ["r4"], "{width}x{height}");
+        // Narrower, the moment (the minute's middle) falls where r4 wrote nothing: the
+        // cursor goes to the part of the minute that holds it.
+        keys(&mut app, "[");
+        assert_eq!(app.timeline.as_ref().unwrap().timeline.bucket_seconds(), 30.0);
+        assert_eq!(listed(&app), ["r4"], "{width}x{height}");
+        keys(&mut app, "]");
         let shown = screen(&app);
         assert!(
             shown.contains("1 finished, 1 masked (100%)"),

@@ -130,7 +130,7 @@ pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
     }
     if !diff.agents.is_empty() {
         out.push_str("\nagents (A → B; – where a run's rows name no agent)\n");
-        let no_rows = |side: &Side| side.causes.context_seen == 0;
+        let no_rows = |side: &Side| !rows_given(side);
         for row in &diff.agents {
             let (a, b) = (&row.a, &row.b);
             if no_rows(a_side) || no_rows(b_side) {
@@ -167,11 +167,15 @@ pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
     out
 }
 
-fn facts_cells(facts: &Facts) -> String {
+/// A side's or an agent's cells; `at_risk`: how many of the masked are live and at risk.
+fn facts_cells(facts: &Facts, at_risk: Option<usize>) -> String {
+    let masked = match at_risk {
+        Some(n) if n > 0 => format!("{} ({n} at risk)", facts.masked),
+        _ => facts.masked.to_string(),
+    };
     format!(
-        "{} | {} | {} | {} | {}",
+        "{} | {masked} | {} | {} | {}",
         facts.rollouts,
-        facts.masked,
         percent(facts.delivered_fraction()),
         reward(facts),
         match facts.reward_known {
@@ -182,8 +186,13 @@ fn facts_cells(facts: &Facts) -> String {
 }
 
 const FACTS_HEADER: &str =
-    "rollouts | masked | delivered | mean reward | masked with reward > 0 |\n";
+    "rollouts | masked | delivered (of the decided) | mean reward | masked with reward > 0 |\n";
 const FACTS_RULE: &str = "---:|---:|---:|---:|---:|\n";
+
+/// Whether a run's rows said something of its rollouts (else its agents are unknown).
+fn rows_given(side: &Side) -> bool {
+    side.causes.context_seen > 0
+}
 
 /// The comparison as markdown tables.
 pub fn markdown(a: &Side, b: &Side, diff: &Diff) -> String {
@@ -200,7 +209,7 @@ pub fn markdown(a: &Side, b: &Side, diff: &Diff) -> String {
         out.push_str(&format!(
             "| {label} | {} | {} |\n",
             stores.join(", "),
-            facts_cells(&side.facts)
+            facts_cells(&side.facts, Some(side.tally.at_risk))
         ));
     }
     out.push_str("\n| flip | rollouts | ids |\n|---|---:|---|\n");
@@ -231,12 +240,13 @@ pub fn markdown(a: &Side, b: &Side, diff: &Diff) -> String {
             "\n| agent | side | {FACTS_HEADER}|---|---|{FACTS_RULE}"
         ));
         for row in &diff.agents {
-            for (label, facts) in [("A", &row.a), ("B", &row.b)] {
-                out.push_str(&format!(
-                    "| {} | {label} | {} |\n",
-                    cell(&row.agent),
-                    facts_cells(facts)
-                ));
+            for (label, facts, side) in [("A", &row.a, a), ("B", &row.b, b)] {
+                let cells = if rows_given(side) {
+                    facts_cells(facts, None)
+                } else {
+                    "– | – | – | – | – (no rows)".to_owned()
+                };
+                out.push_str(&format!("| {} | {label} | {cells} |\n", cell(&row.agent)));
             }
         }
     }
@@ -299,10 +309,11 @@ pub fn json(a: &Side, b: &Side, diff: &Diff) -> Value {
             value["change"] = json!(g.change());
             value
         }).collect::<Vec<_>>(),
+        // A run whose rows say nothing of agents has `null` for each agent.
         "agents": diff.agents.iter().map(|row| json!({
             "agent": row.agent,
-            "a": facts_json(&row.a),
-            "b": facts_json(&row.b),
+            "a": rows_given(a).then(|| facts_json(&row.a)),
+            "b": rows_given(b).then(|| facts_json(&row.b)),
         })).collect::<Vec<_>>(),
     })
 }
