@@ -271,13 +271,7 @@ fn one_rows_file_for_both_sides_is_refused_with_what_to_do() {
 fn compare_app(dir: &Path, width: u16, height: u16) -> tokscope::app::App {
     let (a, b, _, _) = runs(dir);
     let stores = vec![std::path::PathBuf::from(a), std::path::PathBuf::from(b)];
-    let analyses = crate::common::analyze_with_rows(&stores, &Default::default());
-    let mut app = tokscope::app::App::new(
-        stores,
-        analyses,
-        tokscope_core::verdict::VerdictOptions::default(),
-        crate::common::viewport(width, height),
-    );
+    let mut app = crate::common::explorer_on(stores, width, height);
     app.compare_stores();
     app
 }
@@ -360,15 +354,8 @@ fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_
 
 #[test]
 fn outside_compare_mode_f_says_how_to_get_there() {
-    let mut app = tokscope::app::App::new(
-        vec![std::path::PathBuf::from("assets/demo-store")],
-        crate::common::analyze_with_rows(
-            &[std::path::PathBuf::from("assets/demo-store")],
-            &Default::default(),
-        ),
-        tokscope_core::verdict::VerdictOptions::default(),
-        crate::common::viewport(120, 40),
-    );
+    let mut app =
+        crate::common::explorer_on(vec![std::path::PathBuf::from("assets/demo-store")], 120, 40);
     crate::common::key(&mut app, crossterm::event::KeyCode::Char('F'));
     let status = crate::common::screen(&app);
     assert!(status.contains("--compare STORE_A STORE_B"), "{status}");

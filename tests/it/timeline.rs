@@ -106,14 +106,7 @@ fn a_bucket_that_is_not_one_is_refused_with_its_units() {
 /// The explorer on the store of [`write_store`] (the header names the store, so the
 /// snapshots use the demo store instead).
 fn explorer(dir: &std::path::Path, width: u16, height: u16) -> tokscope::app::App {
-    let stores = vec![dir.to_path_buf()];
-    let analyses = crate::common::analyze_with_rows(&stores, &Default::default());
-    tokscope::app::App::new(
-        stores,
-        analyses,
-        tokscope_core::verdict::VerdictOptions::default(),
-        crate::common::viewport(width, height),
-    )
+    crate::common::explorer_on(vec![dir.to_path_buf()], width, height)
 }
 
 fn listed(app: &tokscope::app::App) -> Vec<String> {
@@ -175,7 +168,10 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
         // Narrower, the moment (the minute's middle) falls where r4 wrote nothing: the
         // cursor goes to the part of the minute that holds it.
         keys(&mut app, "[");
-        assert_eq!(app.timeline.as_ref().unwrap().timeline.bucket_seconds(), 30.0);
+        assert_eq!(
+            app.timeline.as_ref().unwrap().timeline.bucket_seconds(),
+            30.0
+        );
         assert_eq!(listed(&app), ["r4"], "{width}x{height}");
         keys(&mut app, "]");
         let shown = screen(&app);
@@ -209,13 +205,7 @@ fn the_timeline_view_at_every_size() {
     use crossterm::event::KeyCode;
     for (width, height) in [(80, 24), (120, 40), (160, 45), (200, 50)] {
         let stores = vec![std::path::PathBuf::from("assets/demo-store")];
-        let analyses = crate::common::analyze_with_rows(&stores, &Default::default());
-        let mut app = tokscope::app::App::new(
-            stores,
-            analyses,
-            tokscope_core::verdict::VerdictOptions::default(),
-            crate::common::viewport(width, height),
-        );
+        let mut app = crate::common::explorer_on(stores, width, height);
         key(&mut app, KeyCode::Char('W'));
         key(&mut app, KeyCode::Left);
         insta::assert_snapshot!(format!("timeline_{width}x{height}"), screen(&app));

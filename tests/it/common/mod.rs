@@ -304,3 +304,15 @@ pub fn assert_no_fate_names(text: &str, what: &str) {
         assert!(!text.contains(name), "{what}: {name} on screen: {text}");
     }
 }
+
+/// The explorer on `stores` as `App::new` opens it (every rollout analyzed up front, no
+/// rows given), on a `width` × `height` screen.
+pub fn explorer_on(stores: Vec<PathBuf>, width: u16, height: u16) -> tokscope::app::App {
+    let analyses = analyze_with_rows(&stores, &Default::default());
+    tokscope::app::App::new(
+        stores,
+        analyses,
+        tokscope_core::verdict::VerdictOptions::default(),
+        viewport(width, height),
+    )
+}
