@@ -34,6 +34,14 @@ pub fn run(
                  with --rollouts-a PATH and --rollouts-b PATH"
             );
         }
+        let canonical = |p: &PathBuf| p.canonicalize().unwrap_or_else(|_| p.clone());
+        if canonical(&pair[0]) == canonical(&pair[1]) {
+            anyhow::bail!(
+                "--compare needs two stores; {} is given twice (tokscope diff A A compares a \
+                 store with itself)",
+                pair[0].display()
+            );
+        }
         let given = [
             ("--rollouts-a", &args.rows_a),
             ("--rollouts-b", &args.rows_b),

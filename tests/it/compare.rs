@@ -516,3 +516,33 @@ fn while_the_stores_are_read_nothing_is_called_gone() {
     );
     assert_eq!(listed(&app).len(), 7, "{:?}", listed(&app));
 }
+
+#[test]
+fn compare_mode_needs_two_stores_and_each_runs_rows_flag() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tokscope"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let same = run(&["--compare", "assets/demo-store", "./assets/demo-store"]);
+    assert_eq!(same.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("given twice"));
+    let missing = run(&[
+        "--compare",
+        "assets/demo-store",
+        "tests/fixtures/causes/store",
+        "--rollouts-b",
+        "/nonexistent/rows.jsonl",
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--rollouts-b /nonexistent"));
+    // Without a terminal, compare mode prints what diff prints.
+    let piped = run(&[
+        "--compare",
+        "assets/demo-store",
+        "tests/fixtures/causes/store",
+    ]);
+    assert!(piped.status.success());
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("only in B (new)      31"));
+}
