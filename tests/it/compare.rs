@@ -308,6 +308,13 @@ fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_
         );
         let shown = screen(&app);
         assert!(shown.contains("in B"), "{shown}");
+        // The flips stay in the header at every width (their short form at the least).
+        let header = shown.lines().next().unwrap();
+        assert!(
+            header.contains("2 ok → masked, 2 gone, 2 new")
+                || header.contains("2 →masked 2 gone 2 new"),
+            "{width}x{height}: {header}"
+        );
         assert!(row_of(&shown, "r2").contains("→ok"), "{shown}");
         assert!(row_of(&shown, "r4").contains("→MASKED"), "{shown}");
         assert!(row_of(&shown, "gone-1").contains("gone"), "{shown}");
