@@ -8,6 +8,12 @@ bin=${1:-target/debug/tokscope}
 state_dir=$(mktemp -d)
 export TOKSCOPE_CONFIG="$state_dir/config.toml" TOKSCOPE_STATE="$state_dir/state.json"
 session="tokscope-smoke-$$"
+# A server of its own, kept up between the test's sessions by one that only waits: a server
+# exits with its last session, and a session started while it exits fails ("server exited
+# unexpectedly").
+socket="tokscope-smoke-$$"
+tmux() { command tmux -L "$socket" "$@"; }
+tmux new-session -d -s keep-alive "sleep 3600"
 passed=0
 failed=0
 screen() { tmux capture-pane -t "$session" -p; }
@@ -20,7 +26,7 @@ expect() {  # expect TEXT: wait up to 5 s for TEXT on screen
     echo "smoke: expected '$1' on screen; got:"
     screen
 }
-trap 'tmux kill-session -t "$session" 2>/dev/null || true' EXIT
+trap 'tmux kill-server 2>/dev/null || true; rm -rf "$state_dir"' EXIT
 tmux new-session -d -s "$session" -x 120 -y 40 "$bin; echo EXITED-\$?; sleep 5"
 expect "rollouts 13/13"
 expect "VERDICT"
