@@ -242,6 +242,12 @@ impl Timeline {
         )
     }
 
+    /// Whether bucket `index` holds something (a rollout finished or at risk, a call).
+    pub fn holds(&self, index: i64) -> bool {
+        // Emptied buckets are dropped as they are counted.
+        self.buckets.contains_key(&index)
+    }
+
     /// The first and last bucket with something in it.
     pub fn span(&self) -> Option<(i64, i64)> {
         Some((

@@ -87,14 +87,6 @@ impl App {
         let (Some(a), Some(b)) = (self.stores.first(), self.stores.get(1)) else {
             return;
         };
-        // The health strip and the causes view count run A, the run the list shows (the two
-        // runs' sums would mean nothing); the header counts both apart.
-        let run_a = a.as_os_str().to_owned();
-        self.health = tokscope_core::health::Health::of(
-            self.rollouts
-                .iter()
-                .filter(|s| s.location.dir.as_os_str() == run_a),
-        );
         self.comparison = Some(Comparison {
             a: a.clone(),
             b: b.clone(),
@@ -105,6 +97,13 @@ impl App {
             dirty: true,
             paired_at: None,
         });
+        // The health strip and the causes view count run A, the run the list shows (the two
+        // runs' sums would mean nothing); the header counts both apart.
+        self.health = tokscope_core::health::Health::of(
+            (0..self.rollouts.len())
+                .filter(|&index| self.in_run_view(index))
+                .map(|index| &self.rollouts[index]),
+        );
         self.recompare();
     }
 
@@ -144,7 +143,7 @@ impl App {
             };
             partner.insert(a, b);
             partner.insert(b, a);
-            if !flips_only || pair.fixed() || pair.broke() {
+            if !flips_only || pair.flipped() {
                 shown.insert(a);
             }
         }

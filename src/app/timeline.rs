@@ -51,12 +51,6 @@ pub fn bucket_filter(timeline: &Timeline, index: i64) -> String {
     )
 }
 
-/// Whether bucket `index` holds nothing (no rollout finished, none at risk, no call).
-fn is_empty(timeline: &Timeline, index: i64) -> bool {
-    let bucket = timeline.at(index);
-    bucket.finished == 0 && bucket.at_risk == 0 && bucket.calls == 0 && bucket.in_flight == 0.0
-}
-
 /// The middle of bucket `index` (UNIX seconds).
 fn middle(timeline: &Timeline, index: i64) -> f64 {
     timeline.start_of(index) + timeline.bucket_seconds() / 2.0
@@ -170,7 +164,7 @@ impl App {
         let timeline = self.timeline_of(BUCKET_LADDER[next]);
         let (first, last) = timeline.span().unwrap_or((0, 0));
         let mut cursor = timeline.bucket_of(moment).clamp(first, last.max(first));
-        if !wider && is_empty(&timeline, cursor) {
+        if !wider && !timeline.holds(cursor) {
             // Narrower: of the buckets the old one covered, the nearest with something in it
             // (the moment may fall in an empty part of it).
             let (low, high) = (
@@ -178,7 +172,7 @@ impl App {
                 timeline.bucket_of(old_start + old_width - 0.001),
             );
             if let Some(found) = (low..=high)
-                .filter(|&i| !is_empty(&timeline, i))
+                .filter(|&i| timeline.holds(i))
                 .min_by_key(|&i| (i - cursor).abs())
             {
                 cursor = found;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokscope_core::compare::{Diff, Side, render};
 use tokscope_core::detok::Detokenizer;
-use tokscope_core::load::{analyze_in_order, locate};
+use tokscope_core::load::analyze_in_order;
 use tokscope_core::text::sanitize;
 use tokscope_core::verdict::{Summary, VerdictOptions};
 
@@ -17,7 +17,7 @@ use crate::cli::{DiffArgs, WhyFormat};
 fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::Result<Side> {
     let stores = vec![store];
     let rows = read_rows(&stores, rows);
-    let locations = locate(&stores, &[])?;
+    let locations = super::locate_or_say(&stores)?;
     let ids: std::collections::HashSet<&str> = locations.iter().map(|l| l.id.as_str()).collect();
     let unmatched = rows.unmatched(&ids);
     if !unmatched.is_empty() {
@@ -31,12 +31,6 @@ fn side(store: PathBuf, rows: &[PathBuf], options: &VerdictOptions) -> anyhow::R
                 .map(|k| sanitize(k).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
-    }
-    if locations.is_empty() {
-        eprintln!(
-            "tokscope: no rollouts (no *.tokens.* files) in {}",
-            sanitize(&stores[0].display().to_string())
         );
     }
     let mut side = Side::new(stores);
@@ -77,7 +71,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let a = side(args.store_a, &args.rows_a, &options)?;
     let b = side(args.store_b, &args.rows_b, &options)?;
     let diff = Diff::of(&a, &b);
-    let rows_of = |side: &Side| side.causes.context_seen > 0;
+    let rows_of = |side: &Side| side.causes.rows_given();
     if rows_of(&a) != rows_of(&b) {
         // A cause explained by a row (an extra root a row calls a subagent) then differs
         // between the runs by that alone.

@@ -127,6 +127,23 @@ fn stores_or_demo(stores: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
+/// The rollouts of `stores`; none is said on standard error (a report of nothing is no
+/// failure, but it should not look like a clean run).
+fn locate_or_say(stores: &[PathBuf]) -> anyhow::Result<Vec<tokscope_core::store::RolloutLocation>> {
+    let locations = tokscope_core::load::locate(stores, &[])?;
+    if locations.is_empty() {
+        let names: Vec<String> = stores
+            .iter()
+            .map(|s| tokscope_core::text::sanitize(&s.display().to_string()).into_owned())
+            .collect();
+        eprintln!(
+            "tokscope: no rollouts (no *.tokens.* files) in {}",
+            names.join(", ")
+        );
+    }
+    Ok(locations)
+}
+
 /// Rows given with `--rollouts`, plus those found in the store directories.
 fn read_rows(stores: &[PathBuf], paths: &[PathBuf]) -> Rows {
     let mut rows = Rows::read(paths);

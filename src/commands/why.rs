@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokscope_core::causes::render;
 use tokscope_core::detok::Detokenizer;
 use tokscope_core::health::Health;
-use tokscope_core::load::{analyze_in_order, locate};
+use tokscope_core::load::analyze_in_order;
 use tokscope_core::text::{sanitize, utc_of_seconds};
 use tokscope_core::timeline::Timeline;
 use tokscope_core::verdict::{Summary, Tally, VerdictOptions};
@@ -31,17 +31,7 @@ pub fn run(args: WhyArgs, rows: &[PathBuf]) -> anyhow::Result<ExitCode> {
             .map(Arc::new),
         ..VerdictOptions::default()
     };
-    let locations = locate(&stores, &[])?;
-    if locations.is_empty() {
-        eprintln!(
-            "tokscope: no rollouts (no *.tokens.* files) in {}",
-            stores
-                .iter()
-                .map(|s| sanitize(&s.display().to_string()).into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    let locations = super::locate_or_say(&stores)?;
     // One pass: each rollout is judged and reduced to its summary (and the model its records
     // name) on a worker, then counted.
     let mut health = Health::default();

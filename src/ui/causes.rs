@@ -36,7 +36,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
     let inner_width = usize::from(width.saturating_sub(2));
     let rows = app.cause_rows();
     // Reward and agent columns only when rows said them: otherwise the title has the room.
-    let rows_given = causes.context_seen > 0;
+    let rows_given = causes.rows_given();
     let agents_w = agents_width(inner_width);
     let header = if rows_given {
         format!(

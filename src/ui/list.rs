@@ -8,6 +8,7 @@ use ratatui::widgets::Paragraph;
 use super::layout::inner_width;
 use super::{Theme, clip, pane_block, strings};
 use crate::app::{App, Pane, SortKey};
+use tokscope_core::compare::Outcome;
 use tokscope_core::text::sanitize;
 use tokscope_core::verdict::{LiveStatus, Summary, Verdict};
 
@@ -180,10 +181,11 @@ fn counterpart(app: &App, index: usize) -> String {
         Some(Counterpart::In(other)) => {
             let (this, that) = (&app.rollouts[index], &app.rollouts[other]);
             let badge = badge(that.live_status(), that.verdict);
-            if this.problem() == that.problem() {
-                badge.to_owned()
-            } else {
-                format!("→{badge}")
+            // A flip as `diff` counts one: delivered in one run, masked in the other.
+            let outcome = |s: &Summary| Outcome::of(s.standing());
+            match (outcome(this), outcome(that)) {
+                (Some(x), Some(y)) if x.flips_to(y) => format!("→{badge}"),
+                _ => badge.to_owned(),
             }
         }
         Some(Counterpart::Gone) => strings::COMPARE_GONE.to_owned(),

@@ -276,14 +276,6 @@ fn compare_app(dir: &Path, width: u16, height: u16) -> tokscope::app::App {
     app
 }
 
-fn listed(app: &tokscope::app::App) -> Vec<String> {
-    app.list
-        .rows
-        .iter()
-        .map(|&i| app.rollouts[i].rollout_id().to_owned())
-        .collect()
-}
-
 /// The list's line of rollout `id`.
 fn row_of<'a>(screen: &'a str, id: &str) -> &'a str {
     screen
@@ -299,7 +291,7 @@ fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_
     for (width, height) in [(80, 24), (120, 40), (160, 45), (200, 50)] {
         let dir = tempfile::tempdir().unwrap();
         let mut app = compare_app(dir.path(), width, height);
-        let mut flips = listed(&app);
+        let mut flips = crate::common::listed(&app);
         flips.sort();
         assert_eq!(
             flips,
@@ -321,7 +313,12 @@ fn compare_mode_lists_the_flips_with_both_verdicts_and_enter_sets_the_runs_side_
         assert!(row_of(&shown, "new-1").contains("new (B)"), "{shown}");
         // F: every rollout of A (the unchanged ones too), and B's new ones.
         key(&mut app, KeyCode::Char('F'));
-        assert_eq!(listed(&app).len(), 10, "{:?}", listed(&app));
+        assert_eq!(
+            crate::common::listed(&app).len(),
+            10,
+            "{:?}",
+            crate::common::listed(&app)
+        );
         assert!(
             row_of(&screen(&app), "r1").contains(" ok "),
             "{}",
@@ -499,7 +496,11 @@ fn while_the_stores_are_read_nothing_is_called_gone() {
         .map(|x| StoreEvent::Updated(Box::new(tokscope_core::verdict::Summary::of(x))))
         .collect();
     app.update(tokscope::app::Message::Store(of_a));
-    assert!(listed(&app).is_empty(), "{:?}", listed(&app));
+    assert!(
+        crate::common::listed(&app).is_empty(),
+        "{:?}",
+        crate::common::listed(&app)
+    );
     let gone = app
         .rollouts
         .iter()
@@ -521,7 +522,12 @@ fn while_the_stores_are_read_nothing_is_called_gone() {
         app.counterpart(gone),
         Some(tokscope::app::Counterpart::Gone)
     );
-    assert_eq!(listed(&app).len(), 7, "{:?}", listed(&app));
+    assert_eq!(
+        crate::common::listed(&app).len(),
+        7,
+        "{:?}",
+        crate::common::listed(&app)
+    );
 }
 
 #[test]

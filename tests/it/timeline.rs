@@ -109,14 +109,6 @@ fn explorer(dir: &std::path::Path, width: u16, height: u16) -> tokscope::app::Ap
     crate::common::explorer_on(vec![dir.to_path_buf()], width, height)
 }
 
-fn listed(app: &tokscope::app::App) -> Vec<String> {
-    app.list
-        .rows
-        .iter()
-        .map(|&i| app.rollouts[i].rollout_id().to_owned())
-        .collect()
-}
-
 #[test]
 fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
     use crate::common::{key, keys, screen};
@@ -140,7 +132,11 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
         let view = app.timeline.as_ref().expect("W opens the timeline");
         // Five minutes and two seconds of records: 5-second buckets lay them out in ~60.
         assert_eq!(view.timeline.bucket_seconds(), 5.0);
-        assert_eq!(listed(&app), ["r5"], "{width}x{height}: the last bucket");
+        assert_eq!(
+            crate::common::listed(&app),
+            ["r5"],
+            "{width}x{height}: the last bucket"
+        );
         let shown = screen(&app);
         assert!(shown.contains("timeline · 5 s buckets"), "{shown}");
         assert!(shown.contains("1 finished, 0 masked (0%)"), "{shown}");
@@ -150,9 +146,13 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
             app.timeline.as_ref().unwrap().timeline.bucket_seconds(),
             60.0
         );
-        assert_eq!(listed(&app), ["r5"], "the cursor kept its moment");
+        assert_eq!(
+            crate::common::listed(&app),
+            ["r5"],
+            "the cursor kept its moment"
+        );
         key(&mut app, KeyCode::Left);
-        assert_eq!(listed(&app), ["r4"]);
+        assert_eq!(crate::common::listed(&app), ["r4"]);
         // Up to a week and back: the cursor comes back to the moment it was moved to.
         keys(&mut app, "]]]]]]]]");
         assert_eq!(
@@ -164,7 +164,7 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
             app.timeline.as_ref().unwrap().timeline.bucket_seconds(),
             60.0
         );
-        assert_eq!(listed(&app), ["r4"], "{width}x{height}");
+        assert_eq!(crate::common::listed(&app), ["r4"], "{width}x{height}");
         // Narrower, the moment (the minute's middle) falls where r4 wrote nothing: the
         // cursor goes to the part of the minute that holds it.
         keys(&mut app, "[");
@@ -172,7 +172,7 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
             app.timeline.as_ref().unwrap().timeline.bucket_seconds(),
             30.0
         );
-        assert_eq!(listed(&app), ["r4"], "{width}x{height}");
+        assert_eq!(crate::common::listed(&app), ["r4"], "{width}x{height}");
         keys(&mut app, "]");
         let shown = screen(&app);
         assert!(
@@ -184,18 +184,18 @@ fn the_list_follows_the_timelines_cursor_and_esc_puts_the_filter_back() {
             "{width}x{height}\n{shown}"
         );
         key(&mut app, KeyCode::Home);
-        assert_eq!(listed(&app), ["r0"]);
+        assert_eq!(crate::common::listed(&app), ["r0"]);
         assert!(app.list.filter.starts_with("ended:"), "{}", app.list.filter);
         // Esc closes it and the list is as it was.
         key(&mut app, KeyCode::Esc);
         assert!(app.timeline.is_none());
         assert_eq!(app.list.filter, "r");
-        assert_eq!(listed(&app).len(), 7);
+        assert_eq!(crate::common::listed(&app).len(), 7);
         // Enter keeps the bucket's filter.
         key(&mut app, KeyCode::Char('W'));
         key(&mut app, KeyCode::Enter);
         assert!(app.timeline.is_none());
-        assert_eq!(listed(&app), ["r5"]);
+        assert_eq!(crate::common::listed(&app), ["r5"]);
     }
 }
 

@@ -305,6 +305,12 @@ impl Causes {
         thinned
     }
 
+    /// Whether any rollout's row said something of it (else rewards, agents and thinned
+    /// tasks cannot be had).
+    pub fn rows_given(&self) -> bool {
+        self.context_seen > 0
+    }
+
     /// Rollouts whose row's `mask_sample` disagrees with tokscope's verdict.
     pub fn disagreements(&self) -> &BTreeSet<Member> {
         &self.disagreements

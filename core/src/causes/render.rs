@@ -81,12 +81,6 @@ fn reward_text(group: &Group) -> String {
     }
 }
 
-/// Whether any rollout's row said something of it (else the reward and agent columns and
-/// the thinned tasks cannot be had).
-fn rows_given(causes: &Causes) -> bool {
-    causes.context_seen > 0
-}
-
 /// The counts of each store, when there are several: `(store, its tally)`.
 pub type StoreTallies = [(String, Tally)];
 
@@ -100,7 +94,7 @@ pub fn text(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String {
             out.push_str(&format!("  {}: {}\n", sanitize(store), headline(tally)));
         }
     }
-    if !rows_given(causes) {
+    if !causes.rows_given() {
         out.push_str(&format!("({NO_ROWS})\n"));
     }
     for group in &groups {
@@ -110,7 +104,7 @@ pub fn text(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String {
             share(group.len(), masked) * 100.0,
             sanitize(&group.title)
         ));
-        if rows_given(causes) {
+        if causes.rows_given() {
             out.push_str(&format!(
                 "              {} · {}\n",
                 agents_text(group),
@@ -160,7 +154,7 @@ pub fn markdown(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> String
         headline(tally),
         causes.groups().len()
     );
-    if !rows_given(causes) {
+    if !causes.rows_given() {
         out.push_str(&format!("_{}_\n\n", cell(NO_ROWS)));
     }
     if stores.len() > 1 {
@@ -259,7 +253,7 @@ pub fn json(causes: &Causes, tally: &Tally, stores: &StoreTallies) -> Value {
         "masked_frozen": tally.masked,
         "at_risk": tally.at_risk,
         "live": tally.live_total(),
-        "rows_given": rows_given(causes),
+        "rows_given": causes.rows_given(),
         "stores": stores
             .iter()
             .map(|(store, t)| json!({

@@ -47,6 +47,15 @@ impl Outcome {
         }
     }
 
+    /// Whether going from this outcome to `other` is a flip: delivered to masked or back
+    /// (undecided never flips).
+    pub fn flips_to(self, other: Outcome) -> bool {
+        matches!(
+            (self, other),
+            (Outcome::Delivered, Outcome::Masked) | (Outcome::Masked, Outcome::Delivered)
+        )
+    }
+
     /// Its name: `delivered`, `masked`, `undecided`.
     pub fn name(self) -> &'static str {
         match self {
@@ -230,6 +239,11 @@ impl Pair {
     /// Masked in A, delivered in B.
     pub fn fixed(&self) -> bool {
         self.a_outcome == Outcome::Masked && self.b_outcome == Outcome::Delivered
+    }
+
+    /// Masked in one run and delivered in the other.
+    pub fn flipped(&self) -> bool {
+        self.a_outcome.flips_to(self.b_outcome)
     }
 
     /// Delivered in A, masked in B.

@@ -130,7 +130,7 @@ pub fn text(a: &Side, b: &Side, diff: &Diff) -> String {
     }
     if !diff.agents.is_empty() {
         out.push_str("\nagents (A → B; – where a run's rows name no agent)\n");
-        let no_rows = |side: &Side| !rows_given(side);
+        let no_rows = |side: &Side| !side.causes.rows_given();
         for row in &diff.agents {
             let (a, b) = (&row.a, &row.b);
             if no_rows(a_side) || no_rows(b_side) {
@@ -189,11 +189,6 @@ const FACTS_HEADER: &str =
     "rollouts | masked | delivered (of the decided) | mean reward | masked with reward > 0 |\n";
 const FACTS_RULE: &str = "---:|---:|---:|---:|---:|\n";
 
-/// Whether a run's rows said something of its rollouts (else its agents are unknown).
-fn rows_given(side: &Side) -> bool {
-    side.causes.context_seen > 0
-}
-
 /// The comparison as markdown tables.
 pub fn markdown(a: &Side, b: &Side, diff: &Diff) -> String {
     let mut out = format!("**{}**\n\n", cell(&matched_line(diff)));
@@ -241,7 +236,7 @@ pub fn markdown(a: &Side, b: &Side, diff: &Diff) -> String {
         ));
         for row in &diff.agents {
             for (label, facts, side) in [("A", &row.a, a), ("B", &row.b, b)] {
-                let cells = if rows_given(side) {
+                let cells = if side.causes.rows_given() {
                     facts_cells(facts, None)
                 } else {
                     "– | – | – | – | – (no rows)".to_owned()
@@ -284,11 +279,7 @@ fn side_json(side: &Side) -> Value {
 /// flipped pair's ids on both sides and how it was matched.
 pub fn json(a: &Side, b: &Side, diff: &Diff) -> Value {
     let ids = |pairs: Vec<&Pair>| pairs.iter().map(|p| p.a.clone()).collect::<Vec<_>>();
-    let flipped: Vec<&Pair> = diff
-        .pairs
-        .iter()
-        .filter(|p| p.fixed() || p.broke())
-        .collect();
+    let flipped: Vec<&Pair> = diff.pairs.iter().filter(|p| p.flipped()).collect();
     json!({
         "a": side_json(a),
         "b": side_json(b),
@@ -312,8 +303,8 @@ pub fn json(a: &Side, b: &Side, diff: &Diff) -> Value {
         // A run whose rows say nothing of agents has `null` for each agent.
         "agents": diff.agents.iter().map(|row| json!({
             "agent": row.agent,
-            "a": rows_given(a).then(|| facts_json(&row.a)),
-            "b": rows_given(b).then(|| facts_json(&row.b)),
+            "a": a.causes.rows_given().then(|| facts_json(&row.a)),
+            "b": b.causes.rows_given().then(|| facts_json(&row.b)),
         })).collect::<Vec<_>>(),
     })
 }

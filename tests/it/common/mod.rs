@@ -316,3 +316,12 @@ pub fn explorer_on(stores: Vec<PathBuf>, width: u16, height: u16) -> tokscope::a
         viewport(width, height),
     )
 }
+
+/// The ids the rollout list shows, in its order.
+pub fn listed(app: &tokscope::app::App) -> Vec<String> {
+    app.list
+        .rows
+        .iter()
+        .map(|&i| app.rollouts[i].rollout_id().to_owned())
+        .collect()
+}
