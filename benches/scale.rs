@@ -318,6 +318,7 @@ fn main() {
 
     // Live: appends to 50 rollouts while the app follows.
     let cpu_before = tokscope_testkit::cpu_seconds();
+    let threads_before = tokscope_testkit::cpu_seconds_by_thread();
     let work_before = tokscope_core::work::process_total();
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--writer")
@@ -358,6 +359,21 @@ fn main() {
         }
     }
     let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
+    let threads: Vec<String> = tokscope_testkit::cpu_seconds_by_thread()
+        .into_iter()
+        .map(|(name, seconds)| {
+            let before = threads_before.get(&name).copied().unwrap_or(0.0);
+            // The main thread is named after the binary: it is the UI's.
+            let name = if name.starts_with("scale") {
+                "ui".to_owned()
+            } else {
+                name
+            };
+            (name, seconds - before)
+        })
+        .filter(|(_, seconds)| *seconds > 0.0)
+        .map(|(name, seconds)| format!("{name} {:.1}%", seconds / LIVE_SECONDS as f64 * 100.0))
+        .collect();
     let work = tokscope_core::work::process_total() - work_before;
     let output = child.wait_with_output().unwrap();
     let mut latencies = Vec::new();
@@ -385,6 +401,7 @@ fn main() {
         pick(0.5),
         pick(0.99),
     );
+    println!("live CPU by thread (of a core): {}", threads.join(", "));
     println!(
         "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append",
         work.records_parsed,

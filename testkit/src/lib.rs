@@ -602,6 +602,30 @@ pub fn cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
+/// CPU seconds (user + system) each thread of this process has used, by thread name
+/// (threads of one name summed; Linux, empty elsewhere). A thread that ended is not counted.
+pub fn cpu_seconds_by_thread() -> std::collections::BTreeMap<String, f64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
+            + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        *by_name.entry(name.trim().to_owned()).or_default() += ticks / 100.0;
+    }
+    by_name
+}
+
 /// Seconds since the Unix epoch, as the benchmarks' writers stamp their appends.
 pub fn unix_now() -> f64 {
     std::time::SystemTime::now()

@@ -27,8 +27,9 @@ pub enum WatchMode {
 
 /// What wakes the watcher thread.
 enum Input {
-    /// A file-system event.
-    Fs(notify::Result<notify::Event>),
+    /// File-system events: one burst (several when the source gathers them, see
+    /// [`StoreWatcher`]).
+    Fs(Vec<notify::Result<notify::Event>>),
     /// A request of the UI.
     Ui(Request),
 }
@@ -312,11 +313,47 @@ fn ends_a_watch(event: &notify::Event) -> bool {
 }
 
 /// The change events' source: on Linux inotify asked only for changes (see
-/// [`super::inotify`]), elsewhere notify's own.
+/// [`super::inotify`]), gathering each burst for the coalescing window itself, elsewhere
+/// notify's own, one event at a time.
 #[cfg(target_os = "linux")]
 type StoreWatcher = super::inotify::ChangeWatcher;
 #[cfg(not(target_os = "linux"))]
 type StoreWatcher = notify::RecommendedWatcher;
+
+/// Whether the events' source hands on a burst only once its coalescing window is over (the
+/// watcher then need not wait for the rest itself).
+const SOURCE_GATHERS: bool = cfg!(target_os = "linux");
+
+/// The change events' source, its bursts sent as [`Input::Fs`] with the events that change
+/// nothing left out.
+fn store_watcher(sender: Sender<Input>, coalesce: Duration) -> notify::Result<StoreWatcher> {
+    let keep = |mut burst: Vec<notify::Result<notify::Event>>| {
+        burst.retain(|event| !is_no_change(event));
+        burst
+    };
+    #[cfg(target_os = "linux")]
+    {
+        StoreWatcher::gathering(coalesce, move |burst| {
+            let burst = keep(burst);
+            if !burst.is_empty() {
+                let _ = sender.send(Input::Fs(burst));
+            }
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = coalesce;
+        StoreWatcher::new(
+            move |event| {
+                let burst = keep(vec![event]);
+                if !burst.is_empty() {
+                    let _ = sender.send(Input::Fs(burst));
+                }
+            },
+            notify::Config::default(),
+        )
+    }
+}
 
 /// Events that change nothing a reader sees, dropped where they arrive so they do not wake
 /// the watcher: opening, reading and closing files (ours included: every refresh opens
@@ -360,15 +397,9 @@ fn run(
     // the directory is polled instead: never blind.
     let mut unwatched = Unwatched::default();
     let mut watcher = match options.mode {
-        WatchMode::Events if !options.no_events => StoreWatcher::new(
-            move |event| {
-                if !is_no_change(&event) {
-                    let _ = fs_sender.send(Input::Fs(event));
-                }
-            },
-            notify::Config::default(),
-        )
-        .map_err(|error| error.to_string()),
+        WatchMode::Events if !options.no_events => {
+            store_watcher(fs_sender, options.coalesce).map_err(|error| error.to_string())
+        }
         WatchMode::Events => Err("change events turned off".to_owned()),
         WatchMode::Poll(_) | WatchMode::Once => Err(String::new()),
     };
@@ -397,7 +428,7 @@ fn run(
             match input {
                 Input::Ui(Request::Focus(rollouts)) => focus = Some(rollouts),
                 Input::Ui(Request::Timeline(rollouts)) => replay = Some(rollouts),
-                Input::Fs(event) => held.push(event),
+                Input::Fs(burst) => held.extend(burst),
             }
         }
         focus
@@ -486,25 +517,29 @@ fn run(
                         return;
                     }
                 }
-                let first = match held.pop() {
-                    Some(event) => Input::Fs(event),
-                    None => match inputs.recv_timeout(Duration::from_millis(100)) {
+                let first = if held.is_empty() {
+                    match inputs.recv_timeout(Duration::from_millis(100)) {
                         Ok(input) => input,
                         Err(RecvTimeoutError::Timeout) => continue,
                         Err(RecvTimeoutError::Disconnected) => return,
-                    },
+                    }
+                } else {
+                    // The events held during the first scan, a burst already.
+                    Input::Fs(std::mem::take(&mut held))
                 };
-                // Coalesce the burst (events held during the first scan included).
-                let mut batch = std::mem::take(&mut held);
+                let mut batch = Vec::new();
                 let mut requests = Vec::new();
                 let mut take = |input: Input| match input {
-                    Input::Fs(event) => batch.push(event),
+                    Input::Fs(burst) => batch.extend(burst),
                     Input::Ui(request) => requests.push(request),
                 };
+                let event_first = matches!(first, Input::Fs(_));
                 take(first);
-                // Asleep for the whole window, then everything that came: waking for each
-                // event of a burst cost more than the events.
-                std::thread::sleep(options.coalesce);
+                // A source that does not gather: asleep for the whole window, then everything
+                // that came (waking for each event of a burst cost more than the events).
+                if event_first && !SOURCE_GATHERS {
+                    std::thread::sleep(options.coalesce);
+                }
                 inputs.try_iter().for_each(&mut take);
                 for request in requests {
                     if !answer(request, &mut store, &sender) {
