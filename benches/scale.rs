@@ -80,10 +80,11 @@ fn records_of(app: &App, dir: &Path, id: &str) -> usize {
     app.summary(&location).map_or(0, |s| s.records)
 }
 
-/// The writer: continues each live rollout's chain, as an agent does: every appended record
-/// is a child of the one before, its prompt the parent's cumulative sequence plus new
-/// environment tokens (full prompts, lineage computed, as the reference writer writes them).
-fn writer(dir: &Path, ids: &[String]) {
+/// The lines the writer appends to each live rollout, and their call ids: each record is a
+/// child of the one before, as an agent goes on, its prompt the parent's cumulative sequence
+/// plus new environment tokens (full prompts, lineage computed, as the reference writer
+/// writes them).
+fn live_lines(dir: &Path, ids: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let per_rollout = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize / ids.len() + 1;
     let mut rng = tokscope_testkit::Rng::new(99);
     let mut calls: Vec<Vec<String>> = Vec::new();
@@ -130,6 +131,13 @@ fn writer(dir: &Path, ids: &[String]) {
                 .collect()
         })
         .collect();
+    (lines, calls)
+}
+
+/// The writer: continues each live rollout's chain ([`live_lines`]) at
+/// `APPENDS_PER_SECOND`, through the reference lifecycle.
+fn writer(dir: &Path, ids: &[String]) {
+    let (lines, calls) = live_lines(dir, ids);
     let lifecycle = tokscope_testkit::RunWriter::new(dir);
     let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
     let interval = Duration::from_secs(1) / APPENDS_PER_SECOND as u32;
@@ -219,6 +227,11 @@ fn main() {
     // Warm the page cache, as a store being written is.
     for name in &names {
         let _ = std::fs::read(work.path().join(name));
+    }
+
+    if std::env::var_os("TOKSCOPE_SCALE_WATCHER").is_some() {
+        watcher_alone(work.path(), &live_ids);
+        return;
     }
 
     let started = Instant::now();
@@ -336,9 +349,9 @@ fn main() {
     let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
     let mut shown = 0usize;
     while shown < total && Instant::now() < deadline {
-        // As the event loop: wait for input up to 30 ms, take what the watcher sent, draw
-        // when the pacer says.
-        std::thread::sleep(Duration::from_millis(30));
+        // As the event loop: wait for input as long as it does, take what the watcher sent,
+        // draw when the pacer says.
+        std::thread::sleep(tokscope::term::input_wait(app.awaiting()));
         let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
         if !batch.is_empty() {
             let awaited = app.loading();
@@ -403,15 +416,57 @@ fn main() {
     );
     println!("live CPU by thread (of a core): {}", threads.join(", "));
     println!(
-        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append",
+        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append",
         work.records_parsed,
         work.tokens_hashed as f64 / total as f64,
         work.extended_builds,
         work.full_builds,
         work.refreshes as f64 / total as f64,
+        work.bytes_reread as f64 / total as f64,
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
+}
+
+/// The watcher's work alone: the writer's appends made in this thread, each followed by the
+/// refresh a change event asks for, timed (no threads, no waiting, no drawing: what a
+/// change costs the watcher, without the machine's wake-ups around it).
+fn watcher_alone(dir: &Path, ids: &[String]) {
+    let mut store =
+        tokscope_core::live::LiveStore::new(vec![dir.to_path_buf()], VerdictOptions::default());
+    store.first_scan(&mut |_| true, &mut || None).unwrap();
+    let (lines, calls) = live_lines(dir, ids);
+    let lifecycle = tokscope_testkit::RunWriter::new(dir);
+    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let mut times = Vec::with_capacity(total);
+    let work_before = tokscope_core::work::process_total();
+    for n in 0..total {
+        let r = n % ids.len();
+        lifecycle
+            .begin_call(&ids[r], &calls[r][n / ids.len()])
+            .unwrap();
+        lifecycle
+            .append_record_line(&ids[r], &lines[r][n / ids.len()])
+            .unwrap();
+        let location = tokscope_core::store::RolloutLocation {
+            dir: dir.to_path_buf(),
+            id: ids[r].clone(),
+        };
+        let started = Instant::now();
+        let events = store.refresh(&location);
+        times.push(started.elapsed().as_secs_f64() * 1e6);
+        assert!(!events.is_empty(), "the append was seen");
+    }
+    let work = tokscope_core::work::process_total() - work_before;
+    times.sort_by(f64::total_cmp);
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    println!(
+        "watcher alone: {total} appends, a refresh takes {:.0} µs (median), {:.0} µs (p90), {mean:.0} µs (mean); {:.0} tokens hashed, {:.0} bytes read again per append",
+        times[times.len() / 2],
+        times[times.len() * 9 / 10],
+        work.tokens_hashed as f64 / total as f64,
+        work.bytes_reread as f64 / total as f64,
+    );
 }
 
 /// Compare mode's cold open: both stores read by the watcher, summaries paired as they come

@@ -24,10 +24,13 @@ pub struct Work {
     pub extended_builds: u64,
     /// Rollouts a watcher looked at again (each read of what changed in its files).
     pub refreshes: u64,
+    /// Bytes of lines parsed before read again from their file by offset (a new line's
+    /// parent whose bytes were not at hand).
+    pub bytes_reread: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 6;
+const FIELDS: usize = 7;
 
 impl Work {
     /// Nothing done.
@@ -42,6 +45,7 @@ impl Work {
             self.full_builds,
             self.extended_builds,
             self.refreshes,
+            self.bytes_reread,
         ]
     }
 
@@ -53,6 +57,7 @@ impl Work {
             full_builds,
             extended_builds,
             refreshes,
+            bytes_reread,
         ] = fields;
         Work {
             records_parsed,
@@ -61,6 +66,7 @@ impl Work {
             full_builds,
             extended_builds,
             refreshes,
+            bytes_reread,
         }
     }
 }

@@ -242,8 +242,9 @@ impl LiveStore {
         self.refreshes
     }
 
-    /// Refresh one rollout (following it from now on): its events when it changed.
-    pub(crate) fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
+    /// Refresh one rollout (following it from now on): its events when it changed. What a
+    /// change event for one of its files does (benchmarks time it alone).
+    pub fn refresh(&mut self, location: &RolloutLocation) -> Vec<StoreEvent> {
         self.refreshes += 1;
         crate::work::count(|work| work.refreshes += 1);
         let options = crate::load::options_for(&self.options, &self.rows, location);

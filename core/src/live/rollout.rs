@@ -13,6 +13,11 @@ use crate::verdict::{Analysis, VerdictOptions, analyze_continuing};
 /// written: it is kept hot (see [`HOT_ROLLOUTS`]).
 pub const RECENTLY_WRITTEN: Duration = Duration::from_secs(60);
 
+/// The longest last line whose bytes a hot rollout keeps at hand (see
+/// [`LineCache::keep_from`]): a training run's lines are ~100 KB; one far longer is read again
+/// by offset when a child needs it, not held.
+pub const KEPT_LAST_LINE: usize = 4 << 20;
+
 /// One rollout followed incrementally.
 #[derive(Debug)]
 pub struct LiveRollout {
@@ -219,8 +224,9 @@ impl LiveRollout {
         };
         let capture = capture_from(&self.location, bytes, &mut self.cache);
         self.frozen = capture.state.frozen || capture.state.retired;
-        // The lines read are parsed and kept: their bytes are not.
-        self.records.settle(self.cache.resume() as u64);
+        // The lines read are parsed and kept: their bytes are not, but for the last one's.
+        self.records
+            .settle(self.cache.keep_from(KEPT_LAST_LINE) as u64);
         let options = VerdictOptions {
             digest_memo: Some(std::sync::Arc::clone(&self.memo)),
             ..options.clone()

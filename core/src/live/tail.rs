@@ -94,8 +94,9 @@ pub struct FileTail {
     data: Option<Vec<u8>>,
     /// Offset of `data` in the file: 0, unless [`FileTail::settle`] dropped parsed bytes.
     base: u64,
-    /// Settled files ([`FileTail::records`]) stay open while followed: an append is read
-    /// without opening the file again, and a parsed line is read again by offset.
+    /// Settled files ([`FileTail::records`]) and append-only ones stay open while followed:
+    /// an append is read without opening the file again, and a parsed line is read again by
+    /// offset.
     settles: bool,
     handle: Option<File>,
     /// The bytes were dropped ([`FileTail::forget`]); the stamp still says what was read.
@@ -256,7 +257,9 @@ impl FileTail {
         };
         match self.read(&file, stamp) {
             Ok(change) => {
-                if self.settles {
+                // A file that only grows is kept open too: its next append is read without
+                // opening it again (the writer appends an intent for every call).
+                if self.settles || self.append_only {
                     self.handle = Some(file);
                 }
                 change

@@ -169,6 +169,25 @@ impl Capture {
         if self.intents.is_empty() {
             return Vec::new();
         }
+        // The writer records calls in the order it registered them, most often: while the
+        // records' ids are the intents' in order, those intents are recorded, and the few
+        // past them, when they are few, are looked up among the records one by one (no set of
+        // every id made).
+        let in_order = self
+            .intents
+            .iter()
+            .zip(&self.records)
+            .take_while(|(intent, record)| **intent == record.model_call_id)
+            .count();
+        let rest = &self.intents[in_order..];
+        if rest.len() <= 4 {
+            let recorded = |id: &str| self.records.iter().any(|r| r.model_call_id == id);
+            return rest
+                .iter()
+                .map(String::as_str)
+                .filter(|id| !recorded(id))
+                .collect();
+        }
         let recorded: HashSet<&str> = self
             .records
             .iter()

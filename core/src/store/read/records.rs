@@ -56,6 +56,7 @@ impl<'a> RecordsBytes<'a> {
         })?;
         let mut bytes = vec![0; end - start];
         file.read_exact_at(&mut bytes, start as u64)?;
+        crate::work::count(|work| work.bytes_reread += bytes.len() as u64);
         Ok(Cow::Owned(bytes))
     }
 }
@@ -145,6 +146,24 @@ impl LineCache {
     /// before it is parsed and kept).
     pub fn resume(&self) -> usize {
         self.newlines.last().map_or(0, |newline| newline + 1)
+    }
+
+    /// Where the bytes a followed file keeps at hand should start: at its last complete line
+    /// when that is at most `limit` bytes long (the next append's parent, most often: its
+    /// tokens are shared by comparing bytes, which would otherwise be read again by offset),
+    /// else where the next read resumes.
+    pub fn keep_from(&self, limit: usize) -> usize {
+        let resume = self.resume();
+        let last_start = match self.newlines.len() {
+            0 => return resume,
+            1 => 0,
+            n => self.newlines[n - 2] + 1,
+        };
+        if resume - last_start <= limit {
+            last_start
+        } else {
+            resume
+        }
     }
 
     /// Estimated bytes of memory the kept records hold that no other record shares (a

@@ -333,3 +333,64 @@ fn a_parent_hint_is_the_id_a_line_names_and_only_that() {
     assert_eq!(parent_hint(br#"{"parent_call_id":"unterminated"#), None);
     assert_eq!(parent_hint(br#"{"model_call_id":"x"}"#), None);
 }
+
+#[test]
+fn open_intents_are_the_intents_no_record_has_in_any_order() {
+    let location = RolloutLocation {
+        dir: "store".into(),
+        id: "r".into(),
+    };
+    let mut next = 11u64;
+    let mut random = |n: u64| {
+        next = next
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (next >> 33) % n
+    };
+    for case in 0..300 {
+        // Records c0..cN in file order; intents mostly in the same order, some swapped,
+        // repeated, without a record, or missing.
+        let records = random(12) as usize;
+        let lines: Vec<String> = (0..records)
+            .map(|i| rec(&format!("c{i}"), i as f64))
+            .collect();
+        let mut intents: Vec<String> = (0..records + random(8) as usize)
+            .filter(|_| random(10) > 0)
+            .map(|i| format!("c{i}"))
+            .collect();
+        for _ in 0..random(3) {
+            if intents.len() > 1 {
+                let (a, b) = (
+                    random(intents.len() as u64) as usize,
+                    random(intents.len() as u64) as usize,
+                );
+                intents.swap(a, b);
+            }
+        }
+        if random(4) == 0 && !intents.is_empty() {
+            intents.push(intents[0].clone());
+        }
+        let records_bytes = lines.join("\n") + "\n";
+        let intents_bytes = intents.join("\n") + "\n";
+        let capture = capture_of_bytes(
+            &location,
+            RolloutFiles {
+                records: Some(records_bytes.as_bytes()),
+                intents: Some(intents_bytes.as_bytes()),
+                ..RolloutFiles::default()
+            },
+        );
+        let recorded: HashSet<&str> = capture
+            .records
+            .iter()
+            .map(|r| r.model_call_id.as_str())
+            .collect();
+        let expected: Vec<&str> = capture
+            .intents
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !recorded.contains(id))
+            .collect();
+        assert_eq!(capture.open_intents(), expected, "case {case}: {intents:?}");
+    }
+}
