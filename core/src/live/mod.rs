@@ -372,17 +372,19 @@ mod tests {
         );
         assert_eq!(take_digests_computed(), 2);
         assert!(rest.len() > 1);
-        // Hot, it holds parsed lines and no bytes of its records file; an unfinished last
-        // line is held until it is complete.
+        // Hot, it holds parsed lines and of its records file only its last line's bytes (the
+        // next append's likely parent); an unfinished line is held until it is complete.
         assert!(rollout.refresh(&options).is_none(), "unchanged");
-        assert_eq!(rollout.records.held_bytes(), 0);
+        let last = &lines[lines[..lines.len() - 1].rfind('\n').unwrap() + 1..];
+        assert_eq!(rollout.records.bytes(), Some(last.as_bytes()));
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         std::io::Write::write_all(&mut file, b"{\"model_call_id\":").unwrap();
         rollout.refresh(&options).expect("changed");
-        assert_eq!(rollout.records.bytes(), Some(&b"{\"model_call_id\":"[..]));
+        let held = format!("{last}{{\"model_call_id\":");
+        assert_eq!(rollout.records.bytes(), Some(held.as_bytes()));
         assert!(rollout.records.held_bytes() <= 64 << 10);
         drop(file);
         // Replaced by another file: nothing known of it holds.
