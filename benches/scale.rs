@@ -349,9 +349,9 @@ fn main() {
     let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
     let mut shown = 0usize;
     while shown < total && Instant::now() < deadline {
-        // As the event loop: wait for input as long as it does, take what the watcher sent,
-        // draw when the pacer says.
-        std::thread::sleep(tokscope::term::input_wait(app.awaiting()));
+        // As the event loop: wait for input up to 30 ms, take what the watcher sent, draw
+        // when the pacer says.
+        std::thread::sleep(Duration::from_millis(30));
         let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
         if !batch.is_empty() {
             let awaited = app.loading();

@@ -204,19 +204,6 @@ fn worker_failed() -> bool {
 /// per input poll, and nobody reads a list that changes faster than this.
 pub const STORE_FRAME: Duration = Duration::from_millis(100);
 
-/// How long the event loop waits for input before it looks at the watcher's news again:
-/// briefly while the user waits for something to arrive (`waiting`: a rollout's analysis
-/// being read, a replay playing or being judged), else a store frame — what the store
-/// changed meanwhile would wait for the next store frame anyway — so a followed store costs
-/// the UI thread ten wake-ups a second, not thirty-three (input ends the wait at once).
-pub fn input_wait(waiting: bool) -> Duration {
-    if waiting {
-        Duration::from_millis(30)
-    } else {
-        STORE_FRAME
-    }
-}
-
 /// When the event loop draws: at once after input, at most every [`STORE_FRAME`] after
 /// changes from the store or the clock.
 #[derive(Clone, Copy, Debug, Default)]
@@ -346,8 +333,7 @@ fn event_loop(
             }
         }
         // Input first, and never behind a rebuild: those run on the watcher thread.
-        let waiting = app.awaiting() || app.replay.is_some() || judge.is_some();
-        match event::poll(input_wait(waiting)) {
+        match event::poll(Duration::from_millis(30)) {
             Err(_) => return Ok(Ended::TerminalLost),
             Ok(false) => {}
             Ok(true) => {
@@ -411,24 +397,6 @@ fn event_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_loop_waits_briefly_only_while_the_user_waits_for_the_watcher() {
-        assert_eq!(input_wait(false), STORE_FRAME);
-        assert!(input_wait(true) < STORE_FRAME / 2);
-        let viewport = crate::ui::layout::viewport(Rect::new(0, 0, 120, 40));
-        let mut app = App::new_live(
-            vec![std::path::PathBuf::from("store")],
-            tokscope_core::verdict::VerdictOptions::default(),
-            viewport,
-        );
-        assert!(app.awaiting(), "the first scan is awaited");
-        app.update(Message::Store(vec![StoreEvent::Ready]));
-        assert!(
-            !app.awaiting(),
-            "scanned, nothing selected: nothing awaited"
-        );
-    }
 
     #[test]
     fn input_is_drawn_at_once_and_store_changes_at_most_every_store_frame() {

@@ -171,13 +171,6 @@ impl App {
         self.rollouts.get(*self.index_of.get(location)?)
     }
 
-    /// Whether the user waits for something the watcher will send soon: the first scan of a
-    /// followed store, or the selected rollout's analysis (the event loop then looks for it
-    /// often, see [`crate::term::input_wait`]).
-    pub fn awaiting(&self) -> bool {
-        (self.live.watching && !self.live.ready) || self.loading()
-    }
-
     /// Whether the selected rollout's analysis is still being read.
     pub fn loading(&self) -> bool {
         self.view.is_none()
