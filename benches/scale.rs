@@ -134,25 +134,36 @@ fn live_lines(dir: &Path, ids: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>
     (lines, calls)
 }
 
-/// The writer: continues each live rollout's chain ([`live_lines`]) at
-/// `APPENDS_PER_SECOND`, through the reference lifecycle.
-fn writer(dir: &Path, ids: &[String]) {
-    let (lines, calls) = live_lines(dir, ids);
-    let lifecycle = tokscope_testkit::RunWriter::new(dir);
+/// The appends in the order they are made, round-robin over the live rollouts: the
+/// rollout's index, the record's position in it (1-based), its call id and its line.
+fn appends(dir: &Path, ids: &[String]) -> Vec<(usize, usize, String, String)> {
+    let (mut lines, mut calls) = live_lines(dir, ids);
     let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    (0..total)
+        .map(|n| {
+            let (r, k) = (n % ids.len(), n / ids.len());
+            let line = std::mem::take(&mut lines[r][k]);
+            (r, k + 1, std::mem::take(&mut calls[r][k]), line)
+        })
+        .collect()
+}
+
+/// The writer: continues each live rollout's chain ([`appends`]) at `APPENDS_PER_SECOND`,
+/// through the reference lifecycle.
+fn writer(dir: &Path, ids: &[String]) {
+    let appends = appends(dir, ids);
+    let lifecycle = tokscope_testkit::RunWriter::new(dir);
+    let total = appends.len();
     let interval = Duration::from_secs(1) / APPENDS_PER_SECOND as u32;
     let start = Instant::now();
     let mut times = Vec::with_capacity(total);
-    for n in 0..total {
+    for (n, (r, count, call_id, line)) in appends.iter().enumerate() {
         if let Some(wait) = (interval * n as u32).checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
-        let r = n % ids.len();
-        let line = &lines[r][n / ids.len()];
-        let call_id = &calls[r][n / ids.len()];
-        lifecycle.begin_call(&ids[r], call_id).unwrap();
-        lifecycle.append_record_line(&ids[r], line).unwrap();
-        times.push((r, n / ids.len() + 1, tokscope_testkit::unix_now()));
+        lifecycle.begin_call(&ids[*r], call_id).unwrap();
+        lifecycle.append_record_line(&ids[*r], line).unwrap();
+        times.push((*r, *count, tokscope_testkit::unix_now()));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (r, count, time) in times {
@@ -435,22 +446,17 @@ fn watcher_alone(dir: &Path, ids: &[String]) {
     let mut store =
         tokscope_core::live::LiveStore::new(vec![dir.to_path_buf()], VerdictOptions::default());
     store.first_scan(&mut |_| true, &mut || None).unwrap();
-    let (lines, calls) = live_lines(dir, ids);
+    let appends = appends(dir, ids);
     let lifecycle = tokscope_testkit::RunWriter::new(dir);
-    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let total = appends.len();
     let mut times = Vec::with_capacity(total);
     let work_before = tokscope_core::work::process_total();
-    for n in 0..total {
-        let r = n % ids.len();
-        lifecycle
-            .begin_call(&ids[r], &calls[r][n / ids.len()])
-            .unwrap();
-        lifecycle
-            .append_record_line(&ids[r], &lines[r][n / ids.len()])
-            .unwrap();
+    for (r, _, call_id, line) in &appends {
+        lifecycle.begin_call(&ids[*r], call_id).unwrap();
+        lifecycle.append_record_line(&ids[*r], line).unwrap();
         let location = tokscope_core::store::RolloutLocation {
             dir: dir.to_path_buf(),
-            id: ids[r].clone(),
+            id: ids[*r].clone(),
         };
         let started = Instant::now();
         let events = store.refresh(&location);

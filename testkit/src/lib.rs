@@ -587,10 +587,10 @@ fn training_template(index: usize, bytes: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) 
     )
 }
 
-/// CPU time (user + system) this process has spent, in seconds (Linux: `/proc/self/stat`, 100
-/// clock ticks a second), for the benchmarks' CPU figures.
-pub fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// CPU seconds (user + system) in a `/proc/.../stat` file (100 clock ticks a second; 0 when
+/// it cannot be read).
+fn stat_cpu_seconds(path: impl AsRef<Path>) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     let fields: Vec<&str> = stat
         .rsplit(')')
         .next()
@@ -600,6 +600,12 @@ pub fn cpu_seconds() -> f64 {
     let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
         + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
     ticks / 100.0
+}
+
+/// CPU time (user + system) this process has spent, in seconds (Linux: `/proc/self/stat`),
+/// for the benchmarks' CPU figures.
+pub fn cpu_seconds() -> f64 {
+    stat_cpu_seconds("/proc/self/stat")
 }
 
 /// CPU seconds (user + system) each thread of this process has used, by thread name
@@ -612,16 +618,7 @@ pub fn cpu_seconds_by_thread() -> std::collections::BTreeMap<String, f64> {
     for task in tasks.flatten() {
         let path = task.path();
         let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
-            + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
-        *by_name.entry(name.trim().to_owned()).or_default() += ticks / 100.0;
+        *by_name.entry(name.trim().to_owned()).or_default() += stat_cpu_seconds(path.join("stat"));
     }
     by_name
 }

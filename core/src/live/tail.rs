@@ -94,10 +94,10 @@ pub struct FileTail {
     data: Option<Vec<u8>>,
     /// Offset of `data` in the file: 0, unless [`FileTail::settle`] dropped parsed bytes.
     base: u64,
-    /// Settled files ([`FileTail::records`]) and append-only ones stay open while followed:
-    /// an append is read without opening the file again, and a parsed line is read again by
-    /// offset.
+    /// Settled files ([`FileTail::records`]) stay open while followed: an append is read
+    /// without opening the file again, and a parsed line is read again by offset.
     settles: bool,
+    /// The file kept open: a settled or append-only one's, while it is the file read.
     handle: Option<File>,
     /// The bytes were dropped ([`FileTail::forget`]); the stamp still says what was read.
     cold: bool,

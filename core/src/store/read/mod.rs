@@ -169,10 +169,10 @@ impl Capture {
         if self.intents.is_empty() {
             return Vec::new();
         }
-        // The writer records calls in the order it registered them, most often: while the
-        // records' ids are the intents' in order, those intents are recorded, and the few
-        // past them, when they are few, are looked up among the records one by one (no set of
-        // every id made).
+        // The writer most often records calls in the order it registered them: while the
+        // records' ids are the intents' in order, those intents are recorded, and when only a
+        // few intents remain past them they are looked up among the records one by one (no
+        // set of every id made).
         let in_order = self
             .intents
             .iter()
