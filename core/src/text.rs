@@ -78,31 +78,33 @@ pub fn clipboard_safe(text: &str) -> std::borrow::Cow<'_, str> {
 /// report printed to a terminal cannot drive it. Only string contents can hold them, and
 /// their UTF-8 lead bytes occur nowhere else, so the bytes are rewritten in place.
 pub fn escape_json_controls(json: Vec<u8>) -> Vec<u8> {
-    let special = |w: &[u8]| {
-        (w[0] == 0xC2 && (0x80..=0x9F).contains(&w[1]))
-            || (w.len() > 2 && w[0] == 0xE2 && w[1] == 0x80 && (w[2] == 0xA8 || w[2] == 0xA9))
-    };
-    if !json.windows(2).any(|w| w[0] == 0xC2 || w[0] == 0xE2) {
+    // Reports are hundreds of megabytes of digits: find the lead bytes with `memchr` and
+    // copy the runs between them, rather than looking at every byte.
+    let mut specials = memchr::memchr2_iter(0xC2, 0xE2, &json)
+        .filter_map(|at| json_control_at(&json, at).map(|(code, width)| (at, code, width)))
+        .peekable();
+    if specials.peek().is_none() {
         return json;
     }
     let mut out = Vec::with_capacity(json.len() + 16);
-    let mut at = 0;
-    while at < json.len() {
-        let rest = &json[at..];
-        if rest.len() >= 2 && special(&rest[..rest.len().min(3)]) {
-            let (code, width) = if rest[0] == 0xC2 {
-                (u32::from(rest[1]), 2)
-            } else {
-                (0x2000 | u32::from(rest[2] - 0x80), 3)
-            };
-            out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
-            at += width;
-        } else {
-            out.push(rest[0]);
-            at += 1;
-        }
+    let mut copied = 0;
+    for (at, code, width) in specials {
+        out.extend_from_slice(&json[copied..at]);
+        out.extend_from_slice(format!("\\u{code:04x}").as_bytes());
+        copied = at + width;
     }
+    out.extend_from_slice(&json[copied..]);
     out
+}
+
+/// The code point and width of the C1 control or line/paragraph separator whose UTF-8 lead
+/// byte is at `at`, if one is there.
+fn json_control_at(json: &[u8], at: usize) -> Option<(u32, usize)> {
+    match json[at..] {
+        [0xC2, second @ 0x80..=0x9F, ..] => Some((u32::from(second), 2)),
+        [0xE2, 0x80, third @ (0xA8 | 0xA9), ..] => Some((0x2000 | u32::from(third - 0x80), 3)),
+        _ => None,
+    }
 }
 
 /// A path, safe to print.
@@ -264,6 +266,48 @@ mod tests {
         assert_eq!(escaped, r#"{"a":"x\u009b31m\u2028é"}"#);
         let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
         assert_eq!(back["a"], "x\u{9b}31m\u{2028}é");
+    }
+
+    /// The escape as first written, a byte at a time: what the scanning one must give.
+    fn escape_json_controls_bytewise(json: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < json.len() {
+            match json[at..] {
+                [0xC2, c @ 0x80..=0x9F, ..] => {
+                    out.extend_from_slice(format!("\\u{:04x}", c).as_bytes());
+                    at += 2;
+                }
+                [0xE2, 0x80, c @ (0xA8 | 0xA9), ..] => {
+                    out.extend_from_slice(
+                        format!("\\u{:04x}", 0x2000 | u32::from(c - 0x80)).as_bytes(),
+                    );
+                    at += 3;
+                }
+                _ => {
+                    out.push(json[at]);
+                    at += 1;
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn escaping_by_scanning_is_escaping_byte_by_byte(
+            // Mostly the bytes that matter, so lead bytes meet their continuations, are cut
+            // short at the end, and come in runs.
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![0xC2u8, 0xE2, 0x80, 0x9B, 0x9F, 0xA0, 0xA8, 0xA9, b'1', b'"']),
+                0..64,
+            )
+        ) {
+            proptest::prop_assert_eq!(
+                escape_json_controls(bytes.clone()),
+                escape_json_controls_bytewise(&bytes)
+            );
+        }
     }
 
     #[test]
