@@ -10,7 +10,8 @@
 //!   rename; each record the child of the one before); the CPU this process spends (watcher
 //!   and UI, drawing as the event loop does: store changes at most every `STORE_FRAME`), the
 //!   work the watcher did (records parsed, tokens hashed, builds made whole or extended), and
-//!   the p99 from a record's fsync to a frame showing it.
+//!   the p99 from a record's fsync to a frame showing it, for 6 seconds
+//!   (`TOKSCOPE_SCALE_LIVE_SECONDS=N` for N);
 //!
 //! - **compare mode** (`TOKSCOPE_SCALE_COMPARE=STORE_B`): the explorer on the store as A and
 //!   STORE_B as B (`--compare`), until both runs' rollouts have verdicts and are paired.
@@ -35,7 +36,14 @@ const LIVE_ROLLOUTS: usize = 35;
 /// The live rollouts' last lines are this long (bytes), as a training run's ~100 KB lines.
 const LIVE_LINE: std::ops::Range<usize> = 80_000..130_000;
 const APPENDS_PER_SECOND: u64 = 200;
-const LIVE_SECONDS: u64 = 6;
+/// Seconds the writer appends for (`TOKSCOPE_SCALE_LIVE_SECONDS`, default 6: longer runs show
+/// whether memory keeps growing with the appends).
+fn live_seconds() -> u64 {
+    std::env::var("TOKSCOPE_SCALE_LIVE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6)
+}
 
 /// `VmRSS` and `VmHWM` of this process, in MB.
 fn memory_mb() -> (f64, f64) {
@@ -85,7 +93,7 @@ fn records_of(app: &App, dir: &Path, id: &str) -> usize {
 /// plus new environment tokens (full prompts, lineage computed, as the reference writer
 /// writes them).
 fn live_lines(dir: &Path, ids: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
-    let per_rollout = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize / ids.len() + 1;
+    let per_rollout = (APPENDS_PER_SECOND * live_seconds()) as usize / ids.len() + 1;
     let mut rng = tokscope_testkit::Rng::new(99);
     let mut calls: Vec<Vec<String>> = Vec::new();
     let lines: Vec<Vec<String>> = ids
@@ -138,7 +146,7 @@ fn live_lines(dir: &Path, ids: &[String]) -> (Vec<Vec<String>>, Vec<Vec<String>>
 /// rollout's index, the record's position in it (1-based), its call id and its line.
 fn appends(dir: &Path, ids: &[String]) -> Vec<(usize, usize, String, String)> {
     let (mut lines, mut calls) = live_lines(dir, ids);
-    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let total = (APPENDS_PER_SECOND * live_seconds()) as usize;
     (0..total)
         .map(|n| {
             let (r, k) = (n % ids.len(), n / ids.len());
@@ -355,9 +363,9 @@ fn main() {
         .iter()
         .map(|id| (id.clone(), records_of(&app, work.path(), id)))
         .collect();
-    let total = (APPENDS_PER_SECOND * LIVE_SECONDS) as usize;
+    let total = (APPENDS_PER_SECOND * live_seconds()) as usize;
     let mut seen: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
-    let deadline = Instant::now() + Duration::from_secs(LIVE_SECONDS + 10);
+    let deadline = Instant::now() + Duration::from_secs(live_seconds() + 10);
     let mut shown = 0usize;
     while shown < total && Instant::now() < deadline {
         // As the event loop: wait for input up to 30 ms, take what the watcher sent, draw
@@ -396,7 +404,7 @@ fn main() {
             (name, seconds - before)
         })
         .filter(|(_, seconds)| *seconds > 0.0)
-        .map(|(name, seconds)| format!("{name} {:.1}%", seconds / LIVE_SECONDS as f64 * 100.0))
+        .map(|(name, seconds)| format!("{name} {:.1}%", seconds / live_seconds() as f64 * 100.0))
         .collect();
     let work = tokscope_core::work::process_total() - work_before;
     let output = child.wait_with_output().unwrap();
@@ -416,7 +424,7 @@ fn main() {
     }
     latencies.sort_by(f64::total_cmp);
     let pick = |q: f64| latencies[((latencies.len().max(1) as f64 - 1.0) * q) as usize];
-    let elapsed = LIVE_SECONDS as f64;
+    let elapsed = live_seconds() as f64;
     println!(
         "live: {total} appends at {APPENDS_PER_SECOND}/s to {} rollouts: {:.0}% of a core ({:.0} µs per append); fsync → list p50 {:.0} ms, p99 {:.0} ms",
         live_ids.len(),
@@ -427,13 +435,14 @@ fn main() {
     );
     println!("live CPU by thread (of a core): {}", threads.join(", "));
     println!(
-        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append",
+        "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected per append",
         work.records_parsed,
         work.tokens_hashed as f64 / total as f64,
         work.extended_builds,
         work.full_builds,
         work.refreshes as f64 / total as f64,
         work.bytes_reread as f64 / total as f64,
+        work.steps_projected as f64 / total as f64,
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
@@ -467,11 +476,12 @@ fn watcher_alone(dir: &Path, ids: &[String]) {
     times.sort_by(f64::total_cmp);
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     println!(
-        "watcher alone: {total} appends, a refresh takes {:.0} µs (median), {:.0} µs (p90), {mean:.0} µs (mean); {:.0} tokens hashed, {:.0} bytes read again per append",
+        "watcher alone: {total} appends, a refresh takes {:.0} µs (median), {:.0} µs (p90), {mean:.0} µs (mean); {:.0} tokens hashed, {:.0} bytes read again, {:.2} chain steps projected per append",
         times[times.len() / 2],
         times[times.len() * 9 / 10],
         work.tokens_hashed as f64 / total as f64,
         work.bytes_reread as f64 / total as f64,
+        work.steps_projected as f64 / total as f64,
     );
 }
 

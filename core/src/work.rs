@@ -27,10 +27,13 @@ pub struct Work {
     /// Bytes of lines parsed before read again from their file by offset (a new line's
     /// parent whose bytes were not at hand).
     pub bytes_reread: u64,
+    /// Steps of a main chain projected into response items (not lent by the rollout's
+    /// previous projection).
+    pub steps_projected: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 7;
+const FIELDS: usize = 8;
 
 impl Work {
     /// Nothing done.
@@ -46,6 +49,7 @@ impl Work {
             self.extended_builds,
             self.refreshes,
             self.bytes_reread,
+            self.steps_projected,
         ]
     }
 
@@ -58,6 +62,7 @@ impl Work {
             extended_builds,
             refreshes,
             bytes_reread,
+            steps_projected,
         ] = fields;
         Work {
             records_parsed,
@@ -67,6 +72,7 @@ impl Work {
             extended_builds,
             refreshes,
             bytes_reread,
+            steps_projected,
         }
     }
 }

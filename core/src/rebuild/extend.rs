@@ -192,24 +192,7 @@ fn make_room(out: &mut BuildOutput, at: usize) {
 mod tests {
     use super::*;
     use crate::rebuild::prefix_merging;
-
-    /// A full-prompt record without lineage (`cum_len` and `digest` absent).
-    fn record(
-        id: &str,
-        parent: Option<&str>,
-        prompt: &[i64],
-        generation: &[i64],
-    ) -> Arc<TokenRecord> {
-        let (resolution, parent) = match parent {
-            Some(parent) => ("resolved", format!("\"{parent}\"")),
-            None => ("root", "null".to_owned()),
-        };
-        let line = format!(
-            r#"{{"generation_log_probs":{:?},"generation_token_ids":{generation:?},"model_call_id":"{id}","parent_call_id":{parent},"parent_resolution":"{resolution}","prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#,
-            vec![-0.5; generation.len()],
-        );
-        Arc::new(TokenRecord::parse(line.as_bytes()).expect("a valid record"))
-    }
+    use crate::rebuild::test_records::record;
 
     fn options(terminal: Option<&str>) -> BuildOptions {
         BuildOptions {

@@ -213,10 +213,14 @@ pub(crate) fn project_chain(
     records: &[Arc<TokenRecord>],
     build: &BuildOutput,
     chain: &Chain,
+    earlier: Option<EarlierProjection>,
 ) -> Vec<ProjectedItem> {
-    let mut items = Vec::new();
-    let mut running = TokenSeq::new();
-    for (step, link) in chain.links.iter().enumerate() {
+    let (mut items, mut running, first) = match earlier {
+        Some(earlier) => earlier.lend(build, chain),
+        None => (Vec::new(), TokenSeq::new(), 0),
+    };
+    crate::work::count(|work| work.steps_projected += (chain.links.len() - first) as u64);
+    for (step, link) in chain.links.iter().enumerate().skip(first) {
         let node = &build.nodes[link.node];
         let record = &records[node.record];
         let (prompt, through) = extend_chain(&running, chain, step, link, build);
@@ -272,6 +276,99 @@ pub(crate) fn project_chain(
         running = through;
     }
     items
+}
+
+/// The main chain's projection in a rollout's previous analysis, lent to the next one.
+///
+/// A live append extends the main chain by a call: every step before it is made of the same
+/// calls, the same shared sequences and the same interstitial ranges, so it projects to the
+/// same items, which are moved over instead of made again (and the old ones dropped).
+/// A step is lent only when all of that is unchanged (its node, its prompt and cumulative
+/// sequences the very same, its interstitial range, the root's prompt length): a build made
+/// whole gives new sequences, and nothing is lent.
+pub(crate) struct EarlierProjection {
+    root_prompt_len: usize,
+    steps: Vec<EarlierStep>,
+    output: Vec<ProjectedItem>,
+}
+
+/// What one step of the earlier projection was made from, and what it made.
+struct EarlierStep {
+    node: usize,
+    interstitial: (usize, usize),
+    prompt: TokenSeq,
+    cumulative: TokenSeq,
+    /// Its items in the output (consecutive, one at least).
+    items: usize,
+    /// The chain's sequence after it.
+    through: TokenSeq,
+}
+
+impl EarlierProjection {
+    /// Take the projection out of a previous analysis's `response`, with the main chain of
+    /// the `build` it was made from.
+    pub(crate) fn take(
+        response: &mut Option<RebuiltResponse>,
+        build: Option<&BuildOutput>,
+    ) -> Option<EarlierProjection> {
+        let main = build?.main_chain()?;
+        let build = build?;
+        let output = response.take()?.output;
+        let mut steps = Vec::with_capacity(main.links.len());
+        let mut at = 0;
+        for link in &main.links {
+            let items = output[at..]
+                .iter()
+                .take_while(|item| item.call_index == link.node)
+                .count();
+            let through = output[at..at + items]
+                .iter()
+                .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()));
+            let (Some(through), true) = (through, items > 0) else {
+                break;
+            };
+            let node = &build.nodes[link.node];
+            steps.push(EarlierStep {
+                node: link.node,
+                interstitial: link.interstitial,
+                prompt: node.prompt.clone(),
+                cumulative: node.cumulative.clone(),
+                items,
+                through,
+            });
+            at += items;
+        }
+        Some(EarlierProjection {
+            root_prompt_len: main.root_prompt_len,
+            steps,
+            output,
+        })
+    }
+
+    /// The items of the leading steps `chain` shares with the earlier one, the chain's
+    /// sequence after them, and how many steps that is.
+    fn lend(self, build: &BuildOutput, chain: &Chain) -> (Vec<ProjectedItem>, TokenSeq, usize) {
+        let same = |(step, link): &(&EarlierStep, &super::output::ChainLink)| {
+            let node = &build.nodes[link.node];
+            step.node == link.node
+                && step.interstitial == link.interstitial
+                && node.prompt.ptr_eq(&step.prompt)
+                && node.cumulative.ptr_eq(&step.cumulative)
+        };
+        let shared = if self.root_prompt_len == chain.root_prompt_len {
+            self.steps.iter().zip(&chain.links).take_while(same).count()
+        } else {
+            0
+        };
+        let Some(last) = shared.checked_sub(1).map(|i| &self.steps[i]) else {
+            return (Vec::new(), TokenSeq::new(), 0);
+        };
+        let running = last.through.clone();
+        let items = self.steps[..shared].iter().map(|step| step.items).sum();
+        let mut output = self.output;
+        output.truncate(items);
+        (output, running, shared)
+    }
 }
 
 /// One step along a chain: the sequence before link `step`'s generation (the running
@@ -367,13 +464,14 @@ pub(crate) fn project_main_chain(
     model: &str,
     records: &[Arc<TokenRecord>],
     build: &BuildOutput,
+    earlier: Option<EarlierProjection>,
 ) -> Result<RebuiltResponse, ProjectionError> {
     let Some(main) = build.main_chain() else {
         return Err(ProjectionError(
             "ValueError: capture produced no safe trainable chain".into(),
         ));
     };
-    let mut output = project_chain(records, build, main);
+    let mut output = project_chain(records, build, main, earlier);
     // The running sequence only ever grows by appending, so every carrier's prompt is a prefix
     // of the last carrier's full sequence.
     let full = output
@@ -581,6 +679,65 @@ pub fn provenance(build: &BuildOutput, chain: &Chain) -> Provenance {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebuild::test_records::record;
+    use crate::rebuild::{BuildOptions, extend_build, prefix_merging};
+
+    fn build_options() -> BuildOptions {
+        BuildOptions {
+            terminal_call_id: None,
+            digest_memo: Some(Arc::default()),
+        }
+    }
+
+    /// The response of `build`, projected with what `earlier` lends, and the steps projected.
+    fn projected(
+        records: &[Arc<TokenRecord>],
+        build: &BuildOutput,
+        earlier: Option<(Option<RebuiltResponse>, &BuildOutput)>,
+    ) -> (String, u64) {
+        let earlier =
+            earlier.and_then(|(mut response, b)| EarlierProjection::take(&mut response, Some(b)));
+        crate::work::take();
+        let response = project_main_chain("r", "m", records, build, earlier).unwrap();
+        (format!("{response:?}"), crate::work::take().steps_projected)
+    }
+
+    #[test]
+    fn an_extended_chain_projects_its_new_step_alone() {
+        let records = [
+            record("a", None, &[1, 2], &[3]),
+            record("b", Some("a"), &[1, 2, 3, 4], &[5, 6]),
+            record("c", Some("b"), &[1, 2, 3, 4, 5, 6, 7], &[8]),
+        ];
+        let before = prefix_merging(&records[..2], &build_options());
+        let (_, steps) = projected(&records[..2], &before, None);
+        assert_eq!(steps, 2);
+        let response = project_main_chain("r", "m", &records[..2], &before, None).ok();
+        let snapshot = before.clone();
+        let after = extend_build(&records, before, &build_options()).expect("extended");
+        let (lent, steps) = projected(&records, &after, Some((response, &snapshot)));
+        assert_eq!(steps, 1, "the two earlier steps are lent");
+        assert_eq!(lent, projected(&records, &after, None).0);
+    }
+
+    #[test]
+    fn nothing_is_lent_to_a_build_of_other_records() {
+        // The same shape (ids, lengths, links) with other tokens: a rollout id reused by a
+        // new attempt, built whole. Its steps are not the earlier ones.
+        let shaped = |base: i64| {
+            [
+                record("a", None, &[base, 2], &[3]),
+                record("b", Some("a"), &[base, 2, 3, 4], &[5, 6]),
+            ]
+        };
+        let (old, new) = (shaped(1), shaped(100));
+        let old_build = prefix_merging(&old, &build_options());
+        let response = project_main_chain("r", "m", &old, &old_build, None).ok();
+        let new_build = prefix_merging(&new, &build_options());
+        let (lent, steps) = projected(&new, &new_build, Some((response, &old_build)));
+        assert_eq!(steps, 2);
+        assert_eq!(lent, projected(&new, &new_build, None).0);
+    }
 
     #[test]
     fn chain_text_serializes_like_the_token_sequence() {

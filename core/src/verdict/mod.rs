@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::rebuild::project::ProjectionError;
+use crate::rebuild::project::{EarlierProjection, ProjectionError};
 use crate::rebuild::{
     BuildOptions, BuildOutput, ChainId, LinkNote, RebuiltResponse, extend_build, prefix_merging,
     project_main_chain,
@@ -243,13 +243,24 @@ pub(crate) fn analyze_continuing(
         // reuses the link checks' prefix comparisons instead of repeating them.
         digest_memo: Some(options.digest_memo.clone().unwrap_or_default()),
     };
+    let mut previous = previous;
+    // The previous main chain's items, for the steps the new one shares (a live append).
+    let earlier = previous
+        .as_mut()
+        .and_then(|p| EarlierProjection::take(&mut p.response, p.build.as_ref()));
     let build = previous
         .and_then(|previous| build_of_prefix(previous, records))
         .and_then(|build| extend_build(records, build, &build_options))
         .unwrap_or_else(|| prefix_merging(records, &build_options));
     let projected = match &build.error {
         Some(error) => Err(ProjectionError(error.clone())),
-        None => project_main_chain(&capture.location.id, &options.model, records, &build),
+        None => project_main_chain(
+            &capture.location.id,
+            &options.model,
+            records,
+            &build,
+            earlier,
+        ),
     };
     let mut reasons = Vec::new();
     let mut structural_mask = false;
