@@ -41,8 +41,12 @@ const APPENDS_PER_SECOND: u64 = 200;
 fn live_seconds() -> u64 {
     std::env::var("TOKSCOPE_SCALE_LIVE_SECONDS")
         .ok()
-        .and_then(|s| s.parse().ok())
+        .map(|s| {
+            s.parse::<u64>()
+                .unwrap_or_else(|_| panic!("TOKSCOPE_SCALE_LIVE_SECONDS={s}: a whole number"))
+        })
         .unwrap_or(6)
+        .max(1)
 }
 
 /// `VmRSS` and `VmHWM` of this process, in MB.
