@@ -285,7 +285,8 @@ pub(crate) fn project_chain(
 /// same items, which are moved over instead of made again (and the old ones dropped).
 /// A step is lent only when all of that is unchanged (its node, its prompt and cumulative
 /// sequences the very same, its interstitial range, the root's prompt length): a build made
-/// whole gives new sequences, and nothing is lent.
+/// whole gives every call a new cumulative sequence, and nothing is lent. (The steps hold
+/// the sequences they compare, so no address can be reused meanwhile.)
 pub(crate) struct EarlierProjection {
     root_prompt_len: usize,
     steps: Vec<EarlierStep>,
@@ -311,8 +312,8 @@ impl EarlierProjection {
         response: &mut Option<RebuiltResponse>,
         build: Option<&BuildOutput>,
     ) -> Option<EarlierProjection> {
-        let main = build?.main_chain()?;
         let build = build?;
+        let main = build.main_chain()?;
         let output = response.take()?.output;
         let mut steps = Vec::with_capacity(main.links.len());
         let mut at = 0;

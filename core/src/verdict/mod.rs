@@ -154,7 +154,7 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
 pub(crate) fn analyze_continuing(
     capture: Capture,
     options: &VerdictOptions,
-    previous: Option<Analysis>,
+    mut previous: Option<Analysis>,
 ) -> Analysis {
     let state = &capture.state;
     let lifecycle = if !capture.files_present {
@@ -243,7 +243,6 @@ pub(crate) fn analyze_continuing(
         // reuses the link checks' prefix comparisons instead of repeating them.
         digest_memo: Some(options.digest_memo.clone().unwrap_or_default()),
     };
-    let mut previous = previous;
     // The previous main chain's items, for the steps the new one shares (a live append).
     let earlier = previous
         .as_mut()
