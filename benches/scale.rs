@@ -184,6 +184,8 @@ fn writer(dir: &Path, ids: &[String]) {
 }
 
 fn main() {
+    // As the binary does before starting any thread.
+    tokscope_core::memory::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     if let Some(position) = args.iter().position(|a| a == "--writer") {
         let dir = PathBuf::from(&args[position + 1]);
@@ -258,6 +260,10 @@ fn main() {
     }
 
     let started = Instant::now();
+    let (cold_cpu, cold_threads) = (
+        tokscope_testkit::cpu_seconds(),
+        tokscope_testkit::cpu_seconds_by_thread(),
+    );
     let viewport = tokscope::ui::layout::viewport(ratatui::layout::Rect::new(0, 0, 160, 48));
     let mut app = App::new_live(
         vec![work.path().to_path_buf()],
@@ -327,6 +333,10 @@ fn main() {
         ready.unwrap_or_default().as_secs_f64(),
         frames.get(),
     );
+    println!(
+        "cold open CPU: {}",
+        cpu_by_thread(cold_cpu, &cold_threads, |s| format!("{s:.2} s"))
+    );
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
     // The timeline view over every rollout: opened (its series counted from the summaries,
     // the list filtered to its last bucket), drawn, moved once, closed.
@@ -395,21 +405,9 @@ fn main() {
         }
     }
     let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
-    let threads: Vec<String> = tokscope_testkit::cpu_seconds_by_thread()
-        .into_iter()
-        .map(|(name, seconds)| {
-            let before = threads_before.get(&name).copied().unwrap_or(0.0);
-            // The main thread is named after the binary: it is the UI's.
-            let name = if name.starts_with("scale") {
-                "ui".to_owned()
-            } else {
-                name
-            };
-            (name, seconds - before)
-        })
-        .filter(|(_, seconds)| *seconds > 0.0)
-        .map(|(name, seconds)| format!("{name} {:.1}%", seconds / live_seconds() as f64 * 100.0))
-        .collect();
+    let threads = cpu_by_thread(cpu_before, &threads_before, |seconds| {
+        format!("{:.1}%", seconds / live_seconds() as f64 * 100.0)
+    });
     let work = tokscope_core::work::process_total() - work_before;
     let output = child.wait_with_output().unwrap();
     let mut latencies = Vec::new();
@@ -437,7 +435,7 @@ fn main() {
         pick(0.5),
         pick(0.99),
     );
-    println!("live CPU by thread (of a core): {}", threads.join(", "));
+    println!("live CPU by thread (of a core): {threads}");
     println!(
         "live work: {} records parsed, {:.0} tokens hashed per append; {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected per append",
         work.records_parsed,
@@ -450,6 +448,40 @@ fn main() {
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
+}
+
+/// The CPU each thread spent since `before` (the whole process's then, and each thread's),
+/// shown by `show`: the main thread is the UI's; threads that ended meanwhile (the first
+/// scan's workers) are what the process spent beyond the threads still there.
+fn cpu_by_thread(
+    process_before: f64,
+    before: &std::collections::BTreeMap<String, f64>,
+    show: impl Fn(f64) -> String,
+) -> String {
+    let total = tokscope_testkit::cpu_seconds() - process_before;
+    let mut accounted = 0.0;
+    let mut parts: Vec<String> = tokscope_testkit::cpu_seconds_by_thread()
+        .into_iter()
+        .map(|(name, seconds)| {
+            let spent = seconds - before.get(&name).copied().unwrap_or(0.0);
+            // The main thread is named after the binary.
+            let name = if name.starts_with("scale") {
+                "ui".to_owned()
+            } else {
+                name
+            };
+            (name, spent)
+        })
+        .filter(|(_, spent)| *spent > 0.0)
+        .map(|(name, spent)| {
+            accounted += spent;
+            format!("{name} {}", show(spent))
+        })
+        .collect();
+    if total - accounted > 0.005 {
+        parts.push(format!("threads ended {}", show(total - accounted)));
+    }
+    parts.join(", ")
 }
 
 /// The watcher's work alone: the writer's appends made in this thread, each followed by the

@@ -118,18 +118,6 @@ pub enum Command {
     Man,
 }
 
-impl Command {
-    /// Whether the command reads its stores once and exits (not the explorer, not
-    /// `check --follow`).
-    pub fn is_batch(&self) -> bool {
-        match self {
-            Command::Build(_) | Command::Why(_) | Command::Diff(_) => true,
-            Command::Check(args) => !args.follow,
-            Command::Replay(_) | Command::Demo(_) | Command::Completions(_) | Command::Man => false,
-        }
-    }
-}
-
 /// Arguments of `tokscope completions`.
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
@@ -370,32 +358,4 @@ fn fraction(text: &str) -> Result<f64, ArgError> {
         return Err(ArgError::NotAFraction(text.to_owned()));
     }
     Ok(value)
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    fn command(args: &[&str]) -> super::Command {
-        super::Cli::parse_from(args).command.expect("a subcommand")
-    }
-
-    #[test]
-    fn store_reading_commands_that_exit_are_batch() {
-        for batch in [
-            &["tokscope", "build", "s"][..],
-            &["tokscope", "check", "s"],
-            &["tokscope", "why", "s"],
-            &["tokscope", "diff", "a", "b"],
-        ] {
-            assert!(command(batch).is_batch(), "{batch:?}");
-        }
-        for lasting in [
-            &["tokscope", "check", "--follow", "s"][..],
-            &["tokscope", "replay", "s"],
-            &["tokscope", "demo"],
-        ] {
-            assert!(!command(lasting).is_batch(), "{lasting:?}");
-        }
-    }
 }

@@ -20,6 +20,7 @@ pub mod graph;
 pub mod health;
 pub mod live;
 pub mod load;
+pub mod memory;
 pub mod observe;
 pub mod pool;
 pub mod rebuild;

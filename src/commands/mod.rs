@@ -8,7 +8,6 @@ mod demo;
 mod diff;
 mod explore;
 mod follow;
-mod memory;
 mod replay;
 mod why;
 
@@ -27,9 +26,9 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         tokscope_core::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
     let rows = cli.input.rows;
-    if cli.command.as_ref().is_some_and(Command::is_batch) {
-        memory::keep_freed_memory();
-    }
+    // Before any thread starts. The explorer and `check --follow` give the memory back
+    // from their watcher (`tokscope_core::memory::GiveBack`).
+    tokscope_core::memory::keep_freed_memory();
     match cli.command {
         Some(Command::Build(args)) => build::run(args, &rows),
         Some(Command::Check(args)) if args.follow => follow::run(args, &rows),

@@ -25,8 +25,9 @@ const CORE: Crate = Crate {
     dir: "core",
     layers: &[
         ("text", 0),
-        ("pool", 0), // the worker pool of every parallel pass
-        ("work", 0), // the work counters
+        ("pool", 0),   // the worker pool of every parallel pass
+        ("work", 0),   // the work counters
+        ("memory", 0), // what the process does with the memory it frees
         ("store", 1),
         ("detok", 2), // decodes ids (store::TokenValue), reads its file through store::open
         ("rebuild", 2), // chains records of the store

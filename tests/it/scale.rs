@@ -97,6 +97,39 @@ fn the_first_scan_holds_nothing_of_a_store_not_being_written_and_reports_progres
 }
 
 #[test]
+fn every_rollout_looked_at_during_the_first_scan_gets_its_full_analysis() {
+    let dir = store();
+    let everything = tokscope_core::load::locate(&[dir.path().to_path_buf()], &[]).unwrap();
+    let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
+    let (mut events, mut asked) = (Vec::new(), 0);
+    store
+        .first_scan(
+            &mut |event| {
+                events.push(event);
+                true
+            },
+            // The UI looks at every rollout once the first batch is in: some are read
+            // already, some are being read (their workers saw nothing looked at), the rest
+            // are still queued.
+            &mut || {
+                asked += 1;
+                (asked == 2).then(|| everything.clone())
+            },
+        )
+        .unwrap();
+    let mut detailed: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            StoreEvent::Detail(analysis) => Some(analysis.capture.location.clone()),
+            _ => None,
+        })
+        .collect();
+    detailed.sort();
+    detailed.dedup();
+    assert_eq!(detailed.len(), ROLLOUTS, "a full analysis of each");
+}
+
+#[test]
 fn the_first_scan_keeps_a_bounded_number_of_rollouts_being_written_hot() {
     let dir = store();
     let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());

@@ -142,16 +142,18 @@ impl LiveStore {
     pub fn set_focus(&mut self, focus: Vec<RolloutLocation>) -> Vec<StoreEvent> {
         let new = focus.clone();
         self.focus = focus;
-        let mut events = Vec::new();
-        for location in new {
-            let options = crate::load::options_for(&self.options, &self.rows, &location);
-            if let Some(rollout) = self.rollouts.get_mut(&location) {
-                let analysis = rollout.analyze_now(&options).clone();
-                self.warm(&location);
-                events.push(StoreEvent::Detail(Box::new(analysis)));
-            }
-        }
-        events
+        new.iter()
+            .flat_map(|location| self.detail_of(location))
+            .collect()
+    }
+
+    /// The full analysis of `location`, which the UI looks at (none when it is not known).
+    fn detail_of(&mut self, location: &RolloutLocation) -> Option<StoreEvent> {
+        let options = crate::load::options_for(&self.options, &self.rows, location);
+        let rollout = self.rollouts.get_mut(location)?;
+        let analysis = rollout.analyze_now(&options).clone();
+        self.warm(location);
+        Some(StoreEvent::Detail(Box::new(analysis)))
     }
 
     /// A replay timeline over `locations` (in the order given), each read once for its

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::rollout::LiveRollout;
 use super::{LiveStore, StoreEvent};
@@ -60,9 +60,20 @@ impl LiveStore {
         // to finish a chunk, nor for the events to be sent.
         let (options, rows) = (self.options.clone(), Arc::clone(&self.rows));
         let following = self.following;
+        // A worker sums its rollout up and drops the analysis itself (freed where it was
+        // made, beside the next one), unless the UI looks at it: what it looks at is copied
+        // here whenever it changes.
+        let looked_at = Mutex::new(self.focus.clone());
         let read = |location: RolloutLocation| {
             let options = crate::load::options_for(&options, &rows, &location);
-            LiveRollout::read_first(location, &options, following)
+            let (rollout, analysis) = LiveRollout::read_first(location, &options, following);
+            let summary = StoreEvent::updated(&analysis);
+            let looked_at = looked_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&rollout.location);
+            let detail = looked_at.then(|| StoreEvent::Detail(Box::new(analysis)));
+            (rollout, summary, detail)
         };
         crate::pool::run(&queue, crate::pool::Order::Done, read, |results| {
             let mut read = 0;
@@ -74,7 +85,7 @@ impl LiveStore {
                 }
                 read += batch.len();
                 let mut events = Vec::new();
-                for (rollout, analysis) in batch {
+                for (rollout, summary, detail) in batch {
                     let location = rollout.location.clone();
                     let hot = !rollout.is_cold();
                     self.rollouts.insert(location.clone(), rollout);
@@ -82,13 +93,24 @@ impl LiveStore {
                         // (Within the bounds: the least recently read are cooled.)
                         self.warm(&location);
                     }
-                    self.emit(analysis, &mut events);
+                    events.push(summary);
+                    match detail {
+                        Some(detail) => events.push(detail),
+                        // Looked at since its worker dropped the analysis: made again.
+                        None if self.focus.contains(&location) => {
+                            events.extend(self.detail_of(&location));
+                        }
+                        None => {}
+                    }
                 }
                 events.push(StoreEvent::Progress { read, total });
                 if let Some(focus) = requests() {
                     // Looked at first: those read already are answered now, the others are
                     // moved to the front of the queue.
                     queue.edit(|items| to_front(items, &focus));
+                    *looked_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = focus.clone();
                     events.extend(self.set_focus(focus));
                 }
                 if !events.into_iter().all(&mut *send) {

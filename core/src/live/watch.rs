@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher};
 
 use super::{LiveStore, StoreEvent};
+use crate::memory::{GIVE_BACK_EVERY, GiveBack};
 use crate::store::RolloutLocation;
 use crate::verdict::VerdictOptions;
 
@@ -448,6 +449,10 @@ fn run(
     if sender.send(StoreEvent::Ready).is_err() {
         return;
     }
+    // What the first scan freed (it reads the whole store) is given back now; later work's,
+    // every so often.
+    crate::memory::give_back_freed_memory();
+    let mut give_back = GiveBack::every(GIVE_BACK_EVERY);
     if let Some(rollouts) = replay
         && !answer(Request::Timeline(rollouts), &mut store, &sender)
     {
@@ -456,8 +461,10 @@ fn run(
     match options.mode {
         WatchMode::Once => {
             while !stop.load(Ordering::Relaxed) {
+                give_back.tick();
                 match inputs.recv_timeout(Duration::from_millis(100)) {
                     Ok(Input::Ui(request)) => {
+                        give_back.worked();
                         if !answer(request, &mut store, &sender) {
                             return;
                         }
@@ -469,6 +476,9 @@ fn run(
         }
         WatchMode::Poll(interval) => {
             while !stop.load(Ordering::Relaxed) {
+                give_back.tick();
+                // (A poll may read; the UI's requests too.)
+                give_back.worked();
                 // Sleep the interval, answering the UI's requests meanwhile.
                 let deadline = Instant::now() + interval;
                 while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -498,6 +508,7 @@ fn run(
         }
         WatchMode::Events => {
             while !stop.load(Ordering::Relaxed) {
+                give_back.tick();
                 // Deleting or renaming a watched directory ends its events: check it directly.
                 if !send_presence(
                     &sender,
@@ -527,6 +538,7 @@ fn run(
                     // The events held during the first scan, a burst already.
                     Input::Fs(std::mem::take(&mut held))
                 };
+                give_back.worked();
                 let mut batch = Vec::new();
                 let mut requests = Vec::new();
                 let mut take = |input: Input| match input {
