@@ -4,12 +4,12 @@
 //! unfinished last line is kept, and the file stays open to read a line again by offset.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::store::open::{open_regular, read_up_to, recycle, spare_buffer};
+use crate::store::open::{open_regular, read_more, read_up_to, recycle, spare_buffer};
 use crate::store::read::RecordsBytes;
 
 /// What a refresh found.
@@ -279,7 +279,7 @@ impl FileTail {
             if data.capacity() == 0 && self.settles {
                 *data = spare_buffer();
             }
-            let read = file.take(stamp.len - known).read_to_end(data)? as u64;
+            let read = read_more(file, stamp.len - known, data)? as u64;
             self.bytes_read += read;
             self.stamp = Some(stamp);
             if self.head.is_none_or(|(len, _)| len < HEAD_BYTES) {

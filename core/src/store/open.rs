@@ -93,8 +93,17 @@ pub(crate) fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     }
     data.clear();
     data.reserve_exact(size);
-    file.take(limit).read_to_end(&mut data)?;
+    read_more(file, limit, &mut data)?;
     Ok(data)
+}
+
+/// Append at most `limit` more bytes of an open file to `data` (from the file's position);
+/// the bytes read. The room is made first, in one step (amortized, as a line written in
+/// many pieces is read in many): grown while reading, a 100 KB append took five
+/// reallocations, each copying what was read into fresh pages.
+pub(crate) fn read_more(file: &File, limit: u64, data: &mut Vec<u8>) -> io::Result<usize> {
+    data.reserve(usize::try_from(limit).unwrap_or(0).min(1 << 30));
+    file.take(limit).read_to_end(data)
 }
 
 /// Bytes of a read buffer a thread keeps for its next read.
@@ -161,6 +170,27 @@ pub fn read_argument_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_bytes_are_read_into_room_made_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("a.tokens.jsonl");
+        std::fs::write(&path, vec![b'x'; 100_000]).expect("write");
+        let file = File::open(&path).expect("open");
+        let mut data = b"abc".to_vec();
+        data.shrink_to_fit();
+        assert_eq!(read_more(&file, 60_000, &mut data).expect("read"), 60_000);
+        // Grown as it was read, the buffer would have doubled past what it holds.
+        assert_eq!(
+            data.capacity(),
+            60_003,
+            "room made once, for what was asked"
+        );
+        // Asked for more than is there: what is there.
+        assert_eq!(read_more(&file, 60_000, &mut data).expect("read"), 40_000);
+        assert_eq!(data.len(), 100_003);
+        assert!(data[3..].iter().all(|&b| b == b'x'));
+    }
 
     #[test]
     fn only_regular_files_are_read() {
