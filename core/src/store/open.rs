@@ -100,9 +100,11 @@ pub(crate) fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
 /// Append at most `limit` more bytes of an open file to `data` (from the file's position);
 /// the bytes read. The room is made first, in one step (amortized, as a line written in
 /// many pieces is read in many): grown while reading, a 100 KB append took five
-/// reallocations, each copying what was read into fresh pages.
+/// reallocations, each copying what was read into fresh pages. Room that cannot be had is
+/// an error, as `read_to_end`'s own growth reports it, not an abort.
 pub(crate) fn read_more(file: &File, limit: u64, data: &mut Vec<u8>) -> io::Result<usize> {
-    data.reserve(usize::try_from(limit).unwrap_or(0).min(1 << 30));
+    data.try_reserve(usize::try_from(limit).unwrap_or(0).min(1 << 30))
+        .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
     file.take(limit).read_to_end(data)
 }
 
