@@ -184,8 +184,8 @@ fn writer(dir: &Path, ids: &[String]) {
 }
 
 fn main() {
-    // As the binary does before starting any thread.
-    tokscope_core::memory::keep_freed_memory();
+    // As the binary does. SAFETY: first thing in main, before any thread is started.
+    unsafe { tokscope_core::memory::keep_freed_memory() };
     let args: Vec<String> = std::env::args().collect();
     if let Some(position) = args.iter().position(|a| a == "--writer") {
         let dir = PathBuf::from(&args[position + 1]);

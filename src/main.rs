@@ -9,6 +9,9 @@ mod cli;
 mod commands;
 
 fn main() -> ExitCode {
+    // Every command keeps the memory it frees; the explorer and `check --follow` give it back
+    // from their watcher (`tokscope_core::memory`). SAFETY: no thread is started yet.
+    unsafe { tokscope_core::memory::keep_freed_memory() };
     let cli = cli::Cli::parse();
     match commands::run(cli) {
         Ok(code) => code,

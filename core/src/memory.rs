@@ -7,37 +7,53 @@
 //! machine the host backs each of those pages once more. On a 2,000-rollout store that was a
 //! third of `build`'s CPU (`read` 50 µs a call into given-back memory, 9 µs into kept
 //! memory), and 15% of the explorer's first scan. So every command keeps what it frees
-//! ([`keep_freed_memory`]); the processes that live for hours (the explorer, `check
-//! --follow`) give it back from the watcher's thread ([`GiveBack`]): once the first scan is
-//! done, then at most every [`GIVE_BACK_EVERY`] while anything is going on. Only glibc has
-//! these knobs; elsewhere the allocator's defaults stand and both are no-ops.
+//! ([`keep_freed_memory`]): large blocks come from the heap, and a heap keeps up to
+//! [`KEPT_AT_TOP`] free at its end (beyond that it shrinks as it frees, a thread's heap as
+//! much as the main one). The processes that live for hours (the explorer, `check
+//! --follow`) also give back the free pages inside the heaps from the watcher's thread
+//! ([`GiveBack`]): once the first scan is done, then at most every [`GIVE_BACK_EVERY`] while
+//! anything is going on. Only glibc has these knobs; elsewhere the allocator's defaults stand
+//! and both are no-ops.
 
 use std::time::{Duration, Instant};
 
+/// How much free memory a heap keeps at its end (the main heap until it is given back, a
+/// thread's heap for good): several rollouts' buffers at training shape (rollout files of
+/// 1–2 MB). On a 2,000-rollout store, `build` and the explorer's first scan took the same time
+/// with no limit at all.
+pub const KEPT_AT_TOP: usize = 8 << 20;
+
 /// Keep the memory the process frees for its next allocations (not handed back to the
-/// system as it is freed); whether the allocator took the setting. Call it before any
-/// thread is started.
+/// system as it is freed, up to [`KEPT_AT_TOP`] at a heap's end); whether the allocator took
+/// the setting.
 ///
 /// Older glibc refuses an mmap threshold above 32 MiB: then 32 MiB is asked for. The trim
 /// threshold is set only once an mmap threshold is taken, because setting either one turns
 /// glibc's own raising of the mmap threshold off, and 128 KiB fixed is worse than the default.
-pub fn keep_freed_memory() -> bool {
+///
+/// # Safety
+///
+/// No other thread may be running (glibc's `mallopt` is not safe while other threads
+/// allocate): call it first thing in `main`.
+pub unsafe fn keep_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: `mallopt` only sets allocator thresholds. glibc documents it as unsafe to
-        // call while other threads allocate: the binary calls it before starting any thread.
+        // SAFETY: `mallopt` only sets allocator thresholds; the caller guarantees that no
+        // other thread allocates meanwhile.
         unsafe {
             let taken = [1 << 30, 32 << 20]
                 .into_iter()
                 .any(|bytes| libc::mallopt(libc::M_MMAP_THRESHOLD, bytes) == 1);
-            taken && libc::mallopt(libc::M_TRIM_THRESHOLD, libc::c_int::MAX) == 1
+            taken && libc::mallopt(libc::M_TRIM_THRESHOLD, KEPT_AT_TOP as libc::c_int) == 1
         }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     false
 }
 
-/// Hand the memory the process holds free back to the system now; whether any was.
+/// Hand the memory the process holds free back to the system now: the free pages inside
+/// every heap, and the main heap's free end (a thread's heap gives its end back by itself,
+/// beyond [`KEPT_AT_TOP`]); whether any was.
 pub fn give_back_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -131,15 +147,22 @@ mod tests {
             unsafe { libc::mallinfo2() }.hblkhd
         }
 
-        /// This process's resident set, in bytes.
+        /// This process's resident set, in bytes (`VmRSS`, counted in KiB whatever the page
+        /// size). It allocates nothing: a heap allocation here would land after the block
+        /// the test frees and change where it goes.
         fn resident_bytes() -> usize {
-            let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-            let pages: usize = statm
-                .split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse().ok())
-                .expect("resident pages");
-            pages * 4096
+            use std::io::Read;
+            let mut status = [0u8; 8192];
+            let read = std::fs::File::open("/proc/self/status")
+                .and_then(|mut file| file.read(&mut status))
+                .expect("status");
+            let kib: usize = std::str::from_utf8(&status[..read])
+                .ok()
+                .and_then(|text| text.lines().find_map(|l| l.strip_prefix("VmRSS:")))
+                .and_then(|value| value.trim().strip_suffix("kB"))
+                .and_then(|kib| kib.trim().parse().ok())
+                .expect("VmRSS in kB");
+            kib << 10
         }
 
         /// Set in the process the test runs itself in.
@@ -166,31 +189,57 @@ mod tests {
                 assert!(text.contains("1 passed"), "the test ran alone: {text}");
                 return;
             }
-            assert!(keep_freed_memory(), "glibc took the thresholds");
+            // SAFETY: the test's thread is the only one allocating (run alone, one thread).
+            assert!(unsafe { keep_freed_memory() }, "glibc took the thresholds");
+            const BLOCK: usize = 24 << 20;
             let before = mapped_bytes();
             // Far above glibc's first mmap threshold (128 KiB), below the lowest the setting
             // may fall back to (32 MiB) and a thread's heap (64 MiB): by default this block
             // is mapped on its own, and unmapped when freed.
-            let block = vec![1u8; 24 << 20];
-            std::hint::black_box(&block);
+            let block = std::hint::black_box(vec![1u8; BLOCK]);
             let during = mapped_bytes();
-            let held = resident_bytes();
-            drop(block);
             assert!(
-                during < before + (24 << 20),
+                during < before + BLOCK,
                 "a 24 MiB block was mapped on its own ({before} mapped bytes before, {during} with it)"
             );
+            // Something after it, so that freed it lies inside the heap, not at its end.
+            let block_end = block.as_ptr_range().end as usize;
+            let mut guards = Vec::with_capacity(64);
+            while guards
+                .last()
+                .is_none_or(|guard: &Vec<u8>| (guard.as_ptr() as usize) < block_end)
+            {
+                assert!(guards.len() < 64, "no allocation landed after the block");
+                guards.push(std::hint::black_box(vec![2u8; 64 << 10]));
+            }
+            let held = resident_bytes();
+            drop(block);
             let kept = resident_bytes();
             assert!(
                 kept + (8 << 20) > held,
                 "the freed block stayed resident ({held} bytes with it, {kept} after)"
             );
-            give_back_freed_memory();
+            assert!(give_back_freed_memory(), "something was given back");
             let given = resident_bytes();
             assert!(
                 given + (16 << 20) < kept,
                 "giving back released the freed block ({kept} bytes before, {given} after)"
             );
+            // At a heap's end, more than KEPT_AT_TOP freed goes back at once: here in a
+            // thread's own heap, which giving back does not shrink.
+            std::thread::spawn(|| {
+                let block = std::hint::black_box(vec![3u8; BLOCK]);
+                let held = resident_bytes();
+                drop(block);
+                let after = resident_bytes();
+                assert!(
+                    after + BLOCK - KEPT_AT_TOP - (2 << 20) < held,
+                    "a thread's heap shrank as it freed ({held} bytes with the block, {after} after)"
+                );
+            })
+            .join()
+            .expect("the thread's check");
+            drop(guards);
         }
     }
 }

@@ -26,9 +26,6 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         tokscope_core::store::set_line_limit(usize::try_from(mib << 20).unwrap_or(usize::MAX));
     }
     let rows = cli.input.rows;
-    // Before any thread starts. The explorer and `check --follow` give the memory back
-    // from their watcher (`tokscope_core::memory::GiveBack`).
-    tokscope_core::memory::keep_freed_memory();
     match cli.command {
         Some(Command::Build(args)) => build::run(args, &rows),
         Some(Command::Check(args)) if args.follow => follow::run(args, &rows),

@@ -101,22 +101,43 @@ fn every_rollout_looked_at_during_the_first_scan_gets_its_full_analysis() {
     let dir = store();
     let everything = tokscope_core::load::locate(&[dir.path().to_path_buf()], &[]).unwrap();
     let mut store = LiveStore::new(vec![dir.path().to_path_buf()], VerdictOptions::default());
-    let (mut events, mut asked) = (Vec::new(), 0);
+    let (mut events, mut read_first, mut asked) = (Vec::new(), None, 0);
+    tokscope_core::work::take();
     store
         .first_scan(
             &mut |event| {
+                if let StoreEvent::Progress { read, .. } = event {
+                    read_first.get_or_insert(read);
+                }
                 events.push(event);
                 true
             },
-            // The UI looks at every rollout once the first batch is in: some are read
-            // already, some are being read (their workers saw nothing looked at), the rest
-            // are still queued.
+            // After the first batch the UI looks at every rollout: the first batch's are read
+            // already, and while it makes up its mind the workers finish more, which saw
+            // nothing looked at (their analyses are made again here); any left are queued.
             &mut || {
+                // (The first call is before anything is read, the second after the first batch.)
                 asked += 1;
-                (asked == 2).then(|| everything.clone())
+                (asked == 2).then(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    everything.clone()
+                })
             },
         )
         .unwrap();
+    let read_first = read_first.expect("a first batch");
+    assert!(
+        read_first < ROLLOUTS,
+        "the first batch read only part of the store ({read_first})"
+    );
+    // Analyses on this thread: the first batch's, answered when looked at, and those the
+    // workers finished without knowing.
+    let work = tokscope_core::work::take();
+    let made_again = (work.full_builds + work.extended_builds) as usize - read_first;
+    assert!(
+        made_again > 0,
+        "some analyses were dropped by workers and made again"
+    );
     let mut detailed: Vec<_> = events
         .iter()
         .filter_map(|event| match event {

@@ -303,6 +303,25 @@ fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
     }
 }
 
+/// Polls the store: the rows file if it moved, then every rollout that may grow. Only a
+/// poll that found something counts as work for `give_back` (an idle poll frees nothing).
+/// Whether the UI still listens.
+fn send_poll(sender: &Sender<StoreEvent>, store: &mut LiveStore, give_back: &mut GiveBack) -> bool {
+    // Compared with the stamp taken when the rows were read, not when polling began: a rows
+    // file written in between is not missed.
+    if store.rows_moved() {
+        give_back.worked();
+        if !send_rows(sender, store) {
+            return false;
+        }
+    }
+    let polled = store.poll();
+    if !matches!(&polled, Ok(changes) if changes.is_empty()) {
+        give_back.worked();
+    }
+    send_all(sender, polled)
+}
+
 /// Whether `event` may end a directory's watch: the directory itself removed or renamed
 /// (the paths say which).
 fn ends_a_watch(event: &notify::Event) -> bool {
@@ -477,13 +496,12 @@ fn run(
         WatchMode::Poll(interval) => {
             while !stop.load(Ordering::Relaxed) {
                 give_back.tick();
-                // (A poll may read; the UI's requests too.)
-                give_back.worked();
                 // Sleep the interval, answering the UI's requests meanwhile.
                 let deadline = Instant::now() + interval;
                 while let Some(left) = deadline.checked_duration_since(Instant::now()) {
                     match inputs.recv_timeout(left) {
                         Ok(Input::Ui(request)) => {
+                            give_back.worked();
                             if !answer(request, &mut store, &sender) {
                                 return;
                             }
@@ -496,12 +514,7 @@ fn run(
                 if !send_presence(&sender, &mut presence, None, &mut unwatched, &mut store) {
                     return;
                 }
-                // Compared with the stamp taken when the rows were read, not when polling
-                // began: a rows file written in between is not missed.
-                if store.rows_moved() && !send_rows(&sender, &mut store) {
-                    return;
-                }
-                if !send_all(&sender, store.poll()) {
+                if !send_poll(&sender, &mut store, &mut give_back) {
                     return;
                 }
             }
@@ -520,13 +533,8 @@ fn run(
                     return;
                 }
                 // Directories without change events are polled.
-                if unwatched.due() {
-                    if store.rows_moved() && !send_rows(&sender, &mut store) {
-                        return;
-                    }
-                    if !send_all(&sender, store.poll()) {
-                        return;
-                    }
+                if unwatched.due() && !send_poll(&sender, &mut store, &mut give_back) {
+                    return;
                 }
                 let first = if held.is_empty() {
                     match inputs.recv_timeout(Duration::from_millis(100)) {
@@ -602,5 +610,42 @@ fn run(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_poll_that_finds_something_counts_as_work_to_give_memory_back_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = tokscope_testkit::RunWriter::new(dir.path());
+        writer.rollout("done", 2, false, true).unwrap();
+        writer.begin_call("live", "live-c0").unwrap();
+        let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
+        store.first_scan(&mut |_| true, &mut || None).unwrap();
+        // A directory time an hour old is trusted: an idle poll lists nothing again.
+        let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::open(dir.path())
+            .and_then(|d| d.set_modified(hour_ago))
+            .unwrap();
+        store.listed = store.dir_times();
+        let (sender, events) = mpsc::channel();
+        let later = Instant::now() + Duration::from_secs(3600);
+        let mut give_back = GiveBack::every(Duration::ZERO);
+        for _ in 0..3 {
+            assert!(send_poll(&sender, &mut store, &mut give_back));
+        }
+        assert!(events.try_recv().is_err(), "nothing changed");
+        assert!(!give_back.due(later), "idle polls are no work");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("live.tokens.intents"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"live-c1\n"))
+            .unwrap();
+        assert!(send_poll(&sender, &mut store, &mut give_back));
+        assert!(events.try_recv().is_ok(), "the append is seen");
+        assert!(give_back.due(later), "a poll that read is work");
     }
 }
