@@ -30,10 +30,13 @@ pub struct Work {
     /// Steps of a main chain projected into response items (not lent by the rollout's
     /// previous projection).
     pub steps_projected: u64,
+    /// Lines a read of the records file went over to gather its records (a live read takes
+    /// the previous read's records over and goes over the new lines alone).
+    pub lines_gathered: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 8;
+const FIELDS: usize = 9;
 
 impl Work {
     /// Nothing done.
@@ -50,6 +53,7 @@ impl Work {
             self.refreshes,
             self.bytes_reread,
             self.steps_projected,
+            self.lines_gathered,
         ]
     }
 
@@ -63,6 +67,7 @@ impl Work {
             refreshes,
             bytes_reread,
             steps_projected,
+            lines_gathered,
         ] = fields;
         Work {
             records_parsed,
@@ -73,6 +78,7 @@ impl Work {
             refreshes,
             bytes_reread,
             steps_projected,
+            lines_gathered,
         }
     }
 }

@@ -414,6 +414,9 @@ fn an_append_costs_its_own_line_not_its_rollout() {
             assert_eq!(work.extended_builds, 1, "{what}: {work:?}");
             // The parent is the last line: its bytes are at hand, not read again.
             assert_eq!(work.bytes_reread, 0, "{what}: {work:?}");
+            // The earlier lines' records are carried over from the previous read: only the
+            // new line's is gathered.
+            assert_eq!(work.lines_gathered, 1, "{what}: {work:?}");
             // The main chain's earlier steps are lent by the previous projection: only the
             // new call's step is projected.
             assert_eq!(work.steps_projected, 1, "{what}: {work:?}");

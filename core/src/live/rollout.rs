@@ -222,6 +222,12 @@ impl LiveRollout {
             sentinel: self.sentinel.bytes(),
             io_issues: &io_issues,
         };
+        // The previous capture's records are lent to the read, which carries them over.
+        if let Some(last) = self.last.as_mut() {
+            let records = std::mem::take(&mut last.capture.records);
+            let lines = std::mem::take(&mut last.capture.record_lines);
+            self.cache.lend(records, lines);
+        }
         let capture = capture_from(&self.location, bytes, &mut self.cache);
         self.frozen = capture.state.frozen || capture.state.retired;
         // The lines read are parsed and kept: their bytes are not, but for the last one's.
@@ -231,7 +237,8 @@ impl LiveRollout {
             digest_memo: Some(std::sync::Arc::clone(&self.memo)),
             ..options.clone()
         };
-        let analysis = analyze_continuing(capture, &options, self.last.take());
+        let analysis =
+            analyze_continuing(capture, &options, self.last.take(), self.cache.carried());
         self.last.insert(analysis)
     }
 

@@ -144,17 +144,19 @@ pub struct Analysis {
 
 /// Rebuild and judge one rollout.
 pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
-    analyze_continuing(capture, options, None)
+    analyze_continuing(capture, options, None, 0)
 }
 
 /// Rebuild and judge one rollout whose `previous` analysis is known: when its records are
 /// those `previous` built with, followed by appended ones, the build is extended by them
 /// ([`crate::rebuild::extend_build`]) instead of made again (the same result, at the cost of
-/// the appended records alone).
+/// the appended records alone). `carried`: how many leading records the read moved over
+/// from `previous`'s capture (which holds none then), known to be the same.
 pub(crate) fn analyze_continuing(
     capture: Capture,
     options: &VerdictOptions,
     mut previous: Option<Analysis>,
+    carried: usize,
 ) -> Analysis {
     let state = &capture.state;
     let lifecycle = if !capture.files_present {
@@ -248,7 +250,7 @@ pub(crate) fn analyze_continuing(
         .as_mut()
         .and_then(|p| EarlierProjection::take(&mut p.response, p.build.as_ref()));
     let build = previous
-        .and_then(|previous| build_of_prefix(previous, records))
+        .and_then(|previous| build_of_prefix(previous, records, carried))
         .and_then(|build| extend_build(records, build, &build_options))
         .unwrap_or_else(|| prefix_merging(records, &build_options));
     let projected = match &build.error {
@@ -325,12 +327,23 @@ pub(crate) fn analyze_continuing(
 
 /// The build of `previous` when its records are the first of `records` (the same parsed
 /// records, not only equal ones: the file only grew).
-fn build_of_prefix(previous: Analysis, records: &[Arc<TokenRecord>]) -> Option<BuildOutput> {
-    let before = &previous.capture.records;
-    let same =
-        before.len() <= records.len() && before.iter().zip(records).all(|(a, b)| Arc::ptr_eq(a, b));
+fn build_of_prefix(
+    previous: Analysis,
+    records: &[Arc<TokenRecord>],
+    carried: usize,
+) -> Option<BuildOutput> {
     let build = previous.build?;
-    (same && build.fates.len() == before.len()).then_some(build)
+    let built_with = build.fates.len();
+    let before = &previous.capture.records;
+    let same = if before.is_empty() && carried > 0 {
+        // Its records were moved into this capture: the same ones, if all of them came.
+        carried == built_with
+    } else {
+        built_with == before.len()
+            && before.len() <= records.len()
+            && before.iter().zip(records).all(|(a, b)| Arc::ptr_eq(a, b))
+    };
+    same.then_some(build)
 }
 
 fn finish(mut analysis: Analysis) -> Analysis {

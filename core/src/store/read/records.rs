@@ -123,6 +123,23 @@ pub(crate) struct LineCache {
     held: usize,
     /// Keep results for the next read (live reading) instead of moving them out.
     keep: bool,
+    /// How far the last read gathered its records from lines that were all records or
+    /// blank, each ended by its newline: the offset after them, the records in them, and
+    /// the records the read found in all.
+    gathered: Option<Gathered>,
+    /// The last read's records and their positions, lent back by the caller so that the
+    /// next read carries them over (see [`LineCache::lend`]).
+    lent: Option<(Vec<Arc<TokenRecord>>, Vec<LinePos>)>,
+    /// Leading records the last read carried over from those lent.
+    carried: usize,
+}
+
+/// What a read of a kept cache gathered cleanly (see [`LineCache::lend`]).
+#[derive(Clone, Copy, Debug)]
+struct Gathered {
+    through: usize,
+    records: usize,
+    total: usize,
 }
 
 impl LineCache {
@@ -140,6 +157,23 @@ impl LineCache {
             keep: self.keep,
             ..LineCache::default()
         };
+    }
+
+    /// Hand the records (and positions) the last read of this cache gave back: the next
+    /// read carries over those its lines before the first new one hold, and goes over the
+    /// new lines alone, instead of gathering every kept line's record again (one pointer
+    /// copied and one dropped per call, each cold in memory by the next append). Lent
+    /// records that are not the last read's (another length) are dropped unused.
+    pub(crate) fn lend(&mut self, records: Vec<Arc<TokenRecord>>, lines: Vec<LinePos>) {
+        if self.keep {
+            self.lent = Some((records, lines));
+        }
+    }
+
+    /// Leading records the last read carried over from those lent (the same records, moved
+    /// in order, not compared again).
+    pub(crate) fn carried(&self) -> usize {
+        self.carried
     }
 
     /// Where the next read must start: the first line not known to be complete (every line
@@ -437,10 +471,35 @@ pub(super) fn parse_records(
         }
     }
 
-    // The full read up to the cut.
-    let mut records = Vec::new();
-    let mut lines = Vec::new();
-    for (start, end) in split_lines(&newlines, 0, cut) {
+    // The full read up to the cut: from the first line the last read did not gather
+    // cleanly, with the records it gathered before it (a file only grows while its cache
+    // lives, so those lines are the same).
+    let lent = cache.lent.take();
+    let (mut records, mut lines, from) = match (cache.gathered, lent) {
+        (Some(gathered), Some((mut records, mut lines)))
+            if cache.keep
+                && gathered.through <= cut
+                && records.len() == gathered.total
+                && lines.len() == gathered.total =>
+        {
+            records.truncate(gathered.records);
+            lines.truncate(gathered.records);
+            (records, lines, gathered.through)
+        }
+        _ => (Vec::new(), Vec::new(), 0),
+    };
+    let carried = records.len();
+    cache.carried = carried;
+    // Gathered cleanly so far (it stops at the first line that is no record).
+    let mut clean = Gathered {
+        through: from,
+        records: carried,
+        total: 0,
+    };
+    let mut advancing = true;
+    let gather = split_lines(&newlines, from, cut);
+    crate::work::count(|work| work.lines_gathered += gather.len() as u64);
+    for (start, end) in gather {
         let at = line_starts.pos(start);
         let result = if cache.keep {
             cache
@@ -454,6 +513,7 @@ pub(super) fn parse_records(
                 .remove(&(start, end))
                 .unwrap_or_else(|| parse(start, end))
         };
+        advancing &= !matches!(result, Some(Err(_)));
         match result {
             None => {}
             Some(Ok(record)) => {
@@ -473,7 +533,16 @@ pub(super) fn parse_records(
             }
             Some(Err(_)) => {}
         }
+        // (A last line without its newline yet is read again whole when it gets one.)
+        if advancing && newlines.binary_search(&end).is_ok() {
+            clean.through = end + 1;
+            clean.records = records.len();
+        }
     }
+    cache.gathered = cache.keep.then_some(Gathered {
+        total: records.len(),
+        ..clean
+    });
     if cut == len && len > 0 && newlines.last() != Some(&(len - 1)) {
         let start = line_starts.last_start();
         if !cache.blank_from(start) && !reported.contains(&start) {

@@ -222,7 +222,17 @@ fn intents_split_like_python() {
 
 /// Read `path` as a followed file is read: only the bytes from where the kept cache must
 /// resume, the file open for the lines before.
-fn read_followed(path: &Path, state: &RolloutState, cache: &mut LineCache) -> (String, usize) {
+/// A read of `path` from where `cache` left off, as a followed rollout's (the records of the
+/// read before, if given, lent back as a live rollout lends its previous capture's).
+fn read_followed(
+    path: &Path,
+    state: &RolloutState,
+    cache: &mut LineCache,
+    before: &mut Option<ParsedRecords>,
+) -> (String, usize) {
+    if let Some(before) = before.take() {
+        cache.lend(before.records, before.lines);
+    }
     let file = std::fs::File::open(path).unwrap();
     let data = std::fs::read(path).unwrap();
     let base = cache.resume();
@@ -233,7 +243,9 @@ fn read_followed(path: &Path, state: &RolloutState, cache: &mut LineCache) -> (S
     };
     let mut issues = Vec::new();
     let parsed = parse_records(view, state, &mut issues, cache, DEFAULT_LINE_LIMIT);
-    (describe(&parsed, &issues), base)
+    let described = describe(&parsed, &issues);
+    *before = Some(parsed);
+    (described, base)
 }
 
 /// Everything a read found, to compare two reads.
@@ -250,7 +262,8 @@ fn a_followed_file_read_from_where_it_grew_reads_as_the_whole_file() {
     let path = dir.path().join("r.tokens.jsonl");
     let (lines, _) = conversation();
     // Whole lines, torn writes finished later, a blank line, a conflicting duplicate of an
-    // early call, a corrupt line with more after it, and a last line without its newline.
+    // early call, a corrupt line with more after it, a line accepted without its newline
+    // and then spoilt, and a last line without its newline.
     let conflict = lines[1].replace(
         "\"generation_log_probs\":[-0.1]",
         "\"generation_log_probs\":[-0.2]",
@@ -265,22 +278,36 @@ fn a_followed_file_read_from_where_it_grew_reads_as_the_whole_file() {
             writes.push(format!("{line}\n"));
         }
     }
+    // A whole record without its newline yet (accepted), which more bytes then spoil.
+    writes.push(lines[20].clone());
+    writes.push(format!(" x\n{}\n", lines[20]));
     writes.push("   \n".into());
     writes.push(format!("{conflict}\n"));
     writes.push(format!("{}\n", lines[20]));
     writes.push("{\"broken\n".into());
     writes.push(format!("{}\n", lines[21]));
     writes.push(lines[22].clone());
-    for indexed in [0, lines[0].len() + 1] {
+    // Without entry digests the index is a legacy one (every line is in the tail); with
+    // them and an index at the end of all the writes, the lines before it are checked by
+    // the full read alone (the index is past the end until the last write).
+    let end: usize = writes.iter().map(String::len).sum();
+    let states = [
+        "{\"indexed_size\":0}".to_owned(),
+        format!("{{\"indexed_size\":{}}}", lines[0].len() + 1),
+        format!("{{\"indexed_size\":{end},\"entry_digests\":{{}}}}"),
+    ];
+    for state in &states {
         std::fs::write(&path, "").unwrap();
-        let state = RolloutState::parse(format!(r#"{{"indexed_size":{indexed}}}"#).as_bytes());
+        let state = RolloutState::parse(state.as_bytes());
+        assert!(state.error.is_none(), "{state:?}");
         let mut cache = LineCache::kept();
         let mut data = String::new();
-        let mut bases = Vec::new();
+        let (mut bases, mut before, mut carried) = (Vec::new(), None, 0);
         for write in &writes {
             data.push_str(write);
             std::fs::write(&path, &data).unwrap();
-            let (followed, base) = read_followed(&path, &state, &mut cache);
+            let (followed, base) = read_followed(&path, &state, &mut cache, &mut before);
+            carried += cache.carried();
             bases.push(base);
             let mut issues = Vec::new();
             let whole = parse_records(
@@ -296,6 +323,8 @@ fn a_followed_file_read_from_where_it_grew_reads_as_the_whole_file() {
             bases.windows(2).all(|pair| pair[0] <= pair[1]) && bases.last() > Some(&0),
             "each read starts where the last one left off: {bases:?}"
         );
+        // Until the corrupt line, each read carries the earlier lines' records over.
+        assert!(carried >= 20 * 19 / 2, "{carried} records carried over");
     }
 }
 
@@ -311,7 +340,7 @@ fn a_followed_file_shares_its_parents_tokens_wherever_they_sit() {
         data.push_str(line);
         data.push('\n');
         std::fs::write(&path, &data).unwrap();
-        read_followed(&path, &RolloutState::absent(), &mut cache);
+        read_followed(&path, &RolloutState::absent(), &mut cache, &mut None);
     }
     assert_eq!(
         crate::store::record::take_tokens_read_from_digits(),
