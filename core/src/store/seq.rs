@@ -220,17 +220,17 @@ impl TokenSeq {
         Some(out)
     }
 
-    /// Iterate over the first `n` tokens (all of them when `n >= len`) chunk by chunk.
-    pub(crate) fn chunks_up_to(&self, n: usize) -> impl Iterator<Item = &[u64]> {
+    /// The first `n` tokens (all of them when `n >= len`) as consecutive chunks.
+    pub(crate) fn prefix_chunks(&self, n: usize) -> Vec<&[u64]> {
+        let mut chunks = self.chunks();
         let mut remaining = n.min(self.len());
-        self.chunks().into_iter().map_while(move |chunk| {
-            if remaining == 0 {
-                return None;
-            }
+        chunks.retain_mut(|chunk| {
             let take = remaining.min(chunk.len());
             remaining -= take;
-            Some(&chunk[..take])
-        })
+            *chunk = &chunk[..take];
+            take > 0
+        });
+        chunks
     }
 
     /// Iterate over every token's 64 bits (see [`TokenSeq::values`] for exact values).
@@ -481,10 +481,14 @@ mod tests {
     }
 
     #[test]
-    fn chunks_up_to_truncates() {
+    fn prefix_chunks_truncates() {
         let s = seq(&[&[1, 2], &[3, 4]]);
-        let got: Vec<Vec<u64>> = s.chunks_up_to(3).map(|c| c.to_vec()).collect();
+        let got: Vec<Vec<u64>> = s.prefix_chunks(3).iter().map(|c| c.to_vec()).collect();
         assert_eq!(got, vec![vec![1, 2], vec![3]]);
-        assert_eq!(s.chunks_up_to(0).count(), 0);
+        assert!(s.prefix_chunks(0).is_empty());
+        for n in 0..6 {
+            let flat: Vec<u64> = s.prefix_chunks(n).concat();
+            assert_eq!(flat, s.to_vec()[..n.min(4)], "{n}");
+        }
     }
 }
