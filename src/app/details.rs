@@ -195,11 +195,15 @@ impl App {
     pub(super) fn take_summary_unlisted(&mut self, summary: Summary) -> usize {
         let index = match self.index_of.get(&summary.location) {
             Some(&index) => {
-                if self.in_run_view(index) {
-                    self.health.remove(&self.rollouts[index]);
-                }
+                let counted = self.in_run_view(index);
                 self.timeline_count(index, false);
-                self.rollouts[index] = summary;
+                let old = std::mem::replace(&mut self.rollouts[index], summary);
+                match (counted, self.in_run_view(index)) {
+                    (true, true) => self.health.replace(&old, &self.rollouts[index]),
+                    (true, false) => self.health.remove(&old),
+                    (false, true) => self.health.add(&self.rollouts[index]),
+                    (false, false) => {}
+                }
                 index
             }
             None => {
@@ -207,12 +211,13 @@ impl App {
                 self.index_of
                     .insert(summary.location.clone(), self.rollouts.len());
                 self.rollouts.push(summary);
-                self.rollouts.len() - 1
+                let index = self.rollouts.len() - 1;
+                if self.in_run_view(index) {
+                    self.health.add(&self.rollouts[index]);
+                }
+                index
             }
         };
-        if self.in_run_view(index) {
-            self.health.add(&self.rollouts[index]);
-        }
         self.timeline_count(index, true);
         if let Some(comparison) = &mut self.comparison {
             comparison.dirty = true;
