@@ -78,6 +78,7 @@ impl Health {
     /// [`Health::add`] do, but the records by second are touched only where the two
     /// differ (an append changes one second of a rollout's dozens; counting all of them out
     /// and in again was a sixth of the explorer's frame thread while a run was written).
+    /// `old` must be counted in (as remove's inverse of add presumes too).
     pub fn replace(&mut self, old: &Summary, new: &Summary) {
         let empty = BTreeMap::new();
         let before = if self.count_totals(old, -1) {

@@ -7,9 +7,9 @@
 //! machine the host backs each of those pages once more. On a 2,000-rollout store that was a
 //! third of `build`'s CPU (`read` 50 µs a call into given-back memory, 9 µs into kept
 //! memory), and 15% of the explorer's first scan. So every command keeps what it frees
-//! ([`keep_freed_memory`]): large blocks come from the heap, and a heap keeps up to
-//! [`KEPT_AT_TOP`] free at its end (beyond that it shrinks as it frees, a thread's heap as
-//! much as the main one). The processes that live for hours (the explorer, `check
+//! ([`keep_freed_memory`]): large blocks come from the heap, and a heap keeps what is free
+//! at its end while that stays under [`KEPT_AT_TOP`] (a free that takes it past gives all
+//! of it back but glibc's 128 KiB pad, in a thread's heap as in the main one). The processes that live for hours (the explorer, `check
 //! --follow`) also give back the free pages inside the heaps from the watcher's thread
 //! ([`GiveBack`]): once the first scan is done, then at most every [`GIVE_BACK_EVERY`] while
 //! anything is going on. Only glibc has these knobs; elsewhere the allocator's defaults stand
@@ -17,15 +17,16 @@
 
 use std::time::{Duration, Instant};
 
-/// How much free memory a heap keeps at its end (the main heap until it is given back, a
-/// thread's heap for good): several rollouts' buffers at training shape (rollout files of
-/// 1–2 MB). On a 2,000-rollout store, `build` and the explorer's first scan took the same time
-/// with no limit at all.
+/// Free memory at a heap's end below which it is kept (glibc's trim threshold): a free that
+/// leaves more there gives it all back but the 128 KiB pad, and the next rollout faults it in
+/// again. Above a rollout's buffers at training shape (rollout files of 1–2 MB): on a
+/// 2,000-rollout store, `build` and the explorer's first scan took the same time as with no
+/// limit at all. (No limit kept a thread's heap from ever shrinking, since glibc 2.26.)
 pub const KEPT_AT_TOP: usize = 8 << 20;
 
 /// Keep the memory the process frees for its next allocations (not handed back to the
-/// system as it is freed, up to [`KEPT_AT_TOP`] at a heap's end); whether the allocator took
-/// the setting.
+/// system as it is freed, while less than [`KEPT_AT_TOP`] is free at a heap's end); whether
+/// the allocator took the setting.
 ///
 /// Older glibc refuses an mmap threshold above 32 MiB: then 32 MiB is asked for. The trim
 /// threshold is set only once an mmap threshold is taken, because setting either one turns
@@ -181,6 +182,13 @@ mod tests {
                 let output = std::process::Command::new(std::env::current_exe().expect("exe"))
                     .args(["--exact", &name, "--test-threads=1", "--nocapture"])
                     .env(ALONE, "1")
+                    // The environment's own allocator settings (one arena, a top pad, other
+                    // thresholds: common in containers) would change what is measured.
+                    .env_remove("MALLOC_ARENA_MAX")
+                    .env_remove("MALLOC_TOP_PAD_")
+                    .env_remove("MALLOC_TRIM_THRESHOLD_")
+                    .env_remove("MALLOC_MMAP_THRESHOLD_")
+                    .env_remove("GLIBC_TUNABLES")
                     .output()
                     .expect("the test run alone");
                 let text = String::from_utf8_lossy(&output.stdout).into_owned()

@@ -429,3 +429,62 @@ fn an_append_costs_its_own_line_not_its_rollout() {
         }
     }
 }
+
+/// A record written whole but not yet ended by its newline is accepted (as the reference
+/// reader does); looking at the rollout again reads it again unchanged and extends the
+/// build by nothing, rather than building the rollout again.
+#[test]
+fn a_last_record_without_its_newline_is_not_built_again_when_looked_at() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let writer = RunWriter::new(dir);
+    let mut rng = Rng::new(9);
+    let mut written = Written {
+        calls: Vec::new(),
+        full: Default::default(),
+        leaf: None,
+        promised: None,
+        other: None,
+        next: 0,
+        time: 1_790_000_000.0,
+    };
+    let options = VerdictOptions::default();
+    let root = step(&mut written, &mut rng).remove(0);
+    writer.begin_call(ROLLOUT, &root.id).unwrap();
+    writer.append(ROLLOUT, &root).unwrap();
+    let mut store = follow(dir, &options);
+    for _ in 0..4 {
+        let leaf = written.leaf.unwrap();
+        let call = child_of(&mut written, leaf, &mut rng, false);
+        written.calls.push(call.clone());
+        written.leaf = Some(written.calls.len() - 1);
+        writer.begin_call(ROLLOUT, &call.id).unwrap();
+        writer.append(ROLLOUT, &call).unwrap();
+        detail(store.poll().unwrap()).expect("changed");
+    }
+    // The next record's bytes, its newline not written yet.
+    let leaf = written.leaf.unwrap();
+    let call = child_of(&mut written, leaf, &mut rng, false);
+    writer.begin_call(ROLLOUT, &call.id).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(format!("{ROLLOUT}.tokens.jsonl")))
+        .and_then(|mut file| std::io::Write::write_all(&mut file, call.to_line(ROLLOUT).as_bytes()))
+        .unwrap();
+    let live = detail(store.poll().unwrap()).expect("changed");
+    assert_eq!(
+        live.capture.records.len(),
+        6,
+        "the record without its newline counts"
+    );
+    let location = live.capture.location.clone();
+    for look in 0..2 {
+        work::take();
+        let again = detail(store.set_focus(vec![location.clone()])).expect("a detail");
+        let work = work::take();
+        assert_eq!(work.full_builds, 0, "look {look}: {work:?}");
+        assert_eq!(work.extended_builds, 1, "look {look}: {work:?}");
+        assert_eq!(work.steps_projected, 0, "look {look}: {work:?}");
+        assert_same_as_cold(again, &options, "looked at again");
+    }
+}

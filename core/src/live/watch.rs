@@ -269,11 +269,14 @@ fn send_presence(
     mut watcher: Option<&mut StoreWatcher>,
     unwatched: &mut Unwatched,
     store: &mut LiveStore,
+    give_back: &mut GiveBack,
 ) -> bool {
     let (gone, back) = presence.check();
     if gone.is_empty() && back.is_empty() {
         return true;
     }
+    // (The store is listed again: work that may free memory.)
+    give_back.worked();
     if watcher.is_some() {
         for dir in &back {
             unwatched.watch(watcher.as_deref_mut(), dir, sender);
@@ -304,7 +307,8 @@ fn send_rows(sender: &Sender<StoreEvent>, store: &mut LiveStore) -> bool {
 }
 
 /// Polls the store: the rows file if it moved, then every rollout that may grow. Only a
-/// poll that found something counts as work for `give_back` (an idle poll frees nothing).
+/// poll that found a change counts as work for `give_back` (an idle or failed poll frees
+/// nothing).
 /// Whether the UI still listens.
 fn send_poll(sender: &Sender<StoreEvent>, store: &mut LiveStore, give_back: &mut GiveBack) -> bool {
     // Compared with the stamp taken when the rows were read, not when polling began: a rows
@@ -316,7 +320,8 @@ fn send_poll(sender: &Sender<StoreEvent>, store: &mut LiveStore, give_back: &mut
         }
     }
     let polled = store.poll();
-    if !matches!(&polled, Ok(changes) if changes.is_empty()) {
+    // (A listing that failed read nothing: no work either.)
+    if matches!(&polled, Ok(changes) if !changes.is_empty()) {
         give_back.worked();
     }
     send_all(sender, polled)
@@ -511,7 +516,14 @@ fn run(
                         Err(RecvTimeoutError::Disconnected) => return,
                     }
                 }
-                if !send_presence(&sender, &mut presence, None, &mut unwatched, &mut store) {
+                if !send_presence(
+                    &sender,
+                    &mut presence,
+                    None,
+                    &mut unwatched,
+                    &mut store,
+                    &mut give_back,
+                ) {
                     return;
                 }
                 if !send_poll(&sender, &mut store, &mut give_back) {
@@ -529,6 +541,7 @@ fn run(
                     watcher.as_mut(),
                     &mut unwatched,
                     &mut store,
+                    &mut give_back,
                 ) {
                     return;
                 }

@@ -130,7 +130,7 @@ pub(crate) struct LineCache {
     /// The last read's records and their positions, lent back by the caller so that the
     /// next read carries them over (see [`LineCache::lend`]).
     lent: Option<(Vec<Arc<TokenRecord>>, Vec<LinePos>)>,
-    /// Leading records the last read carried over from those lent.
+    /// Leading records the last read has in common with those lent (the same ones).
     carried: usize,
 }
 
@@ -140,6 +140,13 @@ struct Gathered {
     through: usize,
     records: usize,
     total: usize,
+    /// Address of the read's last record: records lent back must end with it.
+    last: usize,
+}
+
+/// A record's address, to know it again.
+fn address(record: Option<&Arc<TokenRecord>>) -> usize {
+    record.map_or(0, |record| Arc::as_ptr(record) as usize)
 }
 
 impl LineCache {
@@ -159,19 +166,21 @@ impl LineCache {
         };
     }
 
-    /// Hand the records (and positions) the last read of this cache gave back: the next
-    /// read carries over those its lines before the first new one hold, and goes over the
-    /// new lines alone, instead of gathering every kept line's record again (one pointer
-    /// copied and one dropped per call, each cold in memory by the next append). Lent
-    /// records that are not the last read's (another length) are dropped unused.
+    /// Hand back the records (and positions) the last read of this cache gave: the next
+    /// read carries over those of the lines it had read cleanly and gathers the records of
+    /// the lines after them alone, instead of gathering every kept line's record again (one
+    /// pointer copied and one dropped per call, each cold in memory by the next append).
+    /// Records that are not the last read's (another length or last record) are dropped
+    /// unused.
     pub(crate) fn lend(&mut self, records: Vec<Arc<TokenRecord>>, lines: Vec<LinePos>) {
         if self.keep {
             self.lent = Some((records, lines));
         }
     }
 
-    /// Leading records the last read carried over from those lent (the same records, moved
-    /// in order, not compared again).
+    /// Leading records the last read has in common with those lent: the ones carried over
+    /// (moved in order, not compared again), and after them those of lines read again
+    /// unchanged (a last line still without its newline), compared by address.
     pub(crate) fn carried(&self) -> usize {
         self.carried
     }
@@ -475,26 +484,27 @@ pub(super) fn parse_records(
     // cleanly, with the records it gathered before it (a file only grows while its cache
     // lives, so those lines are the same).
     let lent = cache.lent.take();
-    let (mut records, mut lines, from) = match (cache.gathered, lent) {
+    let (mut records, mut lines, from, rest) = match (cache.gathered, lent) {
         (Some(gathered), Some((mut records, mut lines)))
             if cache.keep
                 && gathered.through <= cut
                 && records.len() == gathered.total
-                && lines.len() == gathered.total =>
+                && lines.len() == gathered.total
+                && address(records.last()) == gathered.last =>
         {
-            records.truncate(gathered.records);
+            let rest = records.split_off(gathered.records);
             lines.truncate(gathered.records);
-            (records, lines, gathered.through)
+            (records, lines, gathered.through, rest)
         }
-        _ => (Vec::new(), Vec::new(), 0),
+        _ => (Vec::new(), Vec::new(), 0, Vec::new()),
     };
     let carried = records.len();
-    cache.carried = carried;
     // Gathered cleanly so far (it stops at the first line that is no record).
     let mut clean = Gathered {
         through: from,
         records: carried,
         total: 0,
+        last: 0,
     };
     let mut advancing = true;
     let gather = split_lines(&newlines, from, cut);
@@ -541,8 +551,15 @@ pub(super) fn parse_records(
     }
     cache.gathered = cache.keep.then_some(Gathered {
         total: records.len(),
+        last: address(records.last()),
         ..clean
     });
+    let unchanged = rest
+        .iter()
+        .zip(&records[carried..])
+        .take_while(|(before, now)| Arc::ptr_eq(before, now))
+        .count();
+    cache.carried = carried + unchanged;
     if cut == len && len > 0 && newlines.last() != Some(&(len - 1)) {
         let start = line_starts.last_start();
         if !cache.blank_from(start) && !reported.contains(&start) {
