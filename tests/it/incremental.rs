@@ -37,6 +37,21 @@ struct Written {
     time: f64,
 }
 
+impl Written {
+    /// Nothing written yet.
+    fn new() -> Written {
+        Written {
+            calls: Vec::new(),
+            full: Default::default(),
+            leaf: None,
+            promised: None,
+            other: None,
+            next: 0,
+            time: 1_790_000_000.0,
+        }
+    }
+}
+
 /// The `n`th call id: unique, in no order (as real ids are), so the build's order often
 /// rests on prompt lengths alone, and sometimes on the ids.
 fn call_id(n: usize) -> String {
@@ -312,15 +327,7 @@ fn appends_extend_the_build_exactly_as_building_again() {
         let dir = temp.path();
         let writer = RunWriter::new(dir);
         let mut rng = Rng::new(1_000 + seed);
-        let mut written = Written {
-            calls: Vec::new(),
-            full: Default::default(),
-            leaf: None,
-            promised: None,
-            other: None,
-            next: 0,
-            time: 1_790_000_000.0,
-        };
+        let mut written = Written::new();
         // Some runs anchor the main chain on a terminal call.
         let options = VerdictOptions {
             terminal_call_id: (seed % 4 == 3).then(|| call_id(6)),
@@ -364,38 +371,57 @@ fn appends_extend_the_build_exactly_as_building_again() {
     );
 }
 
+/// One rollout being written as a chain, each call the child of the one before, through the
+/// reference lifecycle, and a store following it.
+struct Chain {
+    writer: RunWriter,
+    written: Written,
+    rng: Rng,
+    store: LiveStore,
+}
+
+impl Chain {
+    /// The rollout's root written in `dir`, and read.
+    fn start(dir: &Path, seed: u64, options: &VerdictOptions) -> Chain {
+        let writer = RunWriter::new(dir);
+        let mut rng = Rng::new(seed);
+        let mut written = Written::new();
+        let root = step(&mut written, &mut rng).remove(0);
+        writer.begin_call(ROLLOUT, &root.id).unwrap();
+        writer.append(ROLLOUT, &root).unwrap();
+        let store = follow(dir, options);
+        Chain {
+            writer,
+            written,
+            rng,
+            store,
+        }
+    }
+
+    /// The leaf's child, begun (its intent written) but not appended; and the length of its
+    /// parent's cumulative sequence.
+    fn begin_child(&mut self, delta: bool) -> (Call, usize) {
+        let leaf = self.written.leaf.unwrap();
+        let parent_cumulative = self.written.cumulative(leaf).len();
+        let call = child_of(&mut self.written, leaf, &mut self.rng, delta);
+        self.written.calls.push(call.clone());
+        self.written.leaf = Some(self.written.calls.len() - 1);
+        self.writer.begin_call(ROLLOUT, &call.id).unwrap();
+        (call, parent_cumulative)
+    }
+}
+
 /// A rollout of `calls` calls being written, each the child of the one before, through the
 /// reference lifecycle; every append read by a [`LiveStore`]: the work of each read.
 fn appends_work(calls: usize, delta: bool) -> Vec<(work::Work, usize)> {
     let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path();
-    let writer = RunWriter::new(dir);
-    let mut rng = Rng::new(5);
-    let mut written = Written {
-        calls: Vec::new(),
-        full: Default::default(),
-        leaf: None,
-        promised: None,
-        other: None,
-        next: 0,
-        time: 1_790_000_000.0,
-    };
-    let options = VerdictOptions::default();
-    let root = step(&mut written, &mut rng).remove(0);
-    writer.begin_call(ROLLOUT, &root.id).unwrap();
-    writer.append(ROLLOUT, &root).unwrap();
-    let mut store = follow(dir, &options);
+    let mut chain = Chain::start(temp.path(), 5, &VerdictOptions::default());
     let mut out = Vec::new();
     for _ in 1..calls {
-        let leaf = written.leaf.unwrap();
-        let parent_cumulative = written.cumulative(leaf).len();
-        let call = child_of(&mut written, leaf, &mut rng, delta);
-        written.calls.push(call.clone());
-        written.leaf = Some(written.calls.len() - 1);
-        writer.begin_call(ROLLOUT, &call.id).unwrap();
-        writer.append(ROLLOUT, &call).unwrap();
+        let (call, parent_cumulative) = chain.begin_child(delta);
+        chain.writer.append(ROLLOUT, &call).unwrap();
         work::take();
-        let live = detail(store.poll().unwrap()).expect("changed");
+        let live = detail(chain.store.poll().unwrap()).expect("changed");
         out.push((work::take(), parent_cumulative));
         assert!(!live.mask_sample, "{:?}", live.reasons);
     }
@@ -437,40 +463,21 @@ fn an_append_costs_its_own_line_not_its_rollout() {
 fn a_last_record_without_its_newline_is_not_built_again_when_looked_at() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path();
-    let writer = RunWriter::new(dir);
-    let mut rng = Rng::new(9);
-    let mut written = Written {
-        calls: Vec::new(),
-        full: Default::default(),
-        leaf: None,
-        promised: None,
-        other: None,
-        next: 0,
-        time: 1_790_000_000.0,
-    };
     let options = VerdictOptions::default();
-    let root = step(&mut written, &mut rng).remove(0);
-    writer.begin_call(ROLLOUT, &root.id).unwrap();
-    writer.append(ROLLOUT, &root).unwrap();
-    let mut store = follow(dir, &options);
+    let mut chain = Chain::start(dir, 9, &options);
     for _ in 0..4 {
-        let leaf = written.leaf.unwrap();
-        let call = child_of(&mut written, leaf, &mut rng, false);
-        written.calls.push(call.clone());
-        written.leaf = Some(written.calls.len() - 1);
-        writer.begin_call(ROLLOUT, &call.id).unwrap();
-        writer.append(ROLLOUT, &call).unwrap();
-        detail(store.poll().unwrap()).expect("changed");
+        let (call, _) = chain.begin_child(false);
+        chain.writer.append(ROLLOUT, &call).unwrap();
+        detail(chain.store.poll().unwrap()).expect("changed");
     }
     // The next record's bytes, its newline not written yet.
-    let leaf = written.leaf.unwrap();
-    let call = child_of(&mut written, leaf, &mut rng, false);
-    writer.begin_call(ROLLOUT, &call.id).unwrap();
+    let (call, _) = chain.begin_child(false);
     std::fs::OpenOptions::new()
         .append(true)
         .open(dir.join(format!("{ROLLOUT}.tokens.jsonl")))
         .and_then(|mut file| std::io::Write::write_all(&mut file, call.to_line(ROLLOUT).as_bytes()))
         .unwrap();
+    let mut store = chain.store;
     let live = detail(store.poll().unwrap()).expect("changed");
     assert_eq!(
         live.capture.records.len(),
