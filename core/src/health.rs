@@ -91,37 +91,15 @@ impl Health {
         } else {
             &empty
         };
-        let (mut before, mut after) = (before.iter().peekable(), after.iter().peekable());
-        loop {
-            let (second, out, into) = match (before.peek(), after.peek()) {
-                (None, None) => break,
-                (Some(&(&b, &n)), None) => {
-                    before.next();
-                    (b, n, 0)
-                }
-                (None, Some(&(&a, &n))) => {
-                    after.next();
-                    (a, 0, n)
-                }
-                (Some(&(&b, &m)), Some(&(&a, &n))) => match b.cmp(&a) {
-                    std::cmp::Ordering::Less => {
-                        before.next();
-                        (b, m, 0)
-                    }
-                    std::cmp::Ordering::Greater => {
-                        after.next();
-                        (a, 0, n)
-                    }
-                    std::cmp::Ordering::Equal => {
-                        before.next();
-                        after.next();
-                        (b, m, n)
-                    }
-                },
-            };
-            if out != into {
-                self.count_second(second, out, -1);
-                self.count_second(second, into, 1);
+        // Per second, the old count out and the new one in, as remove then add do.
+        for (&second, &n) in before {
+            if after.get(&second) != Some(&n) {
+                self.count_second(second, n, -1);
+            }
+        }
+        for (&second, &n) in after {
+            if before.get(&second) != Some(&n) {
+                self.count_second(second, n, 1);
             }
         }
     }

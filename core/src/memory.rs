@@ -9,11 +9,11 @@
 //! memory), and 15% of the explorer's first scan. So every command keeps what it frees
 //! ([`keep_freed_memory`]): large blocks come from the heap, and a heap keeps what is free
 //! at its end while that stays under [`KEPT_AT_TOP`] (a free that takes it past gives all
-//! of it back but glibc's 128 KiB pad, in a thread's heap as in the main one). The processes that live for hours (the explorer, `check
-//! --follow`) also give back the free pages inside the heaps from the watcher's thread
-//! ([`GiveBack`]): once the first scan is done, then at most every [`GIVE_BACK_EVERY`] while
-//! anything is going on. Only glibc has these knobs; elsewhere the allocator's defaults stand
-//! and both are no-ops.
+//! of it back but glibc's 128 KiB pad, in a thread's heap as in the main one). The
+//! processes that live for hours (the explorer, `check --follow`) also give back the free
+//! pages inside the heaps from the watcher's thread ([`GiveBack`]): once the first scan is
+//! done, then at most every [`GIVE_BACK_EVERY`] while anything is going on. Only glibc has
+//! these knobs; elsewhere the allocator's defaults stand and both are no-ops.
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,6 @@ pub use reason::MaskReason;
 pub use standing::{LiveStatus, Standing, Tally};
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -21,7 +20,7 @@ use crate::rebuild::{
     BuildOptions, BuildOutput, ChainId, LinkNote, RebuiltResponse, extend_build, prefix_merging,
     project_main_chain,
 };
-use crate::store::{Capture, TokenRecord};
+use crate::store::Capture;
 
 /// The builder name reported.
 pub(crate) const BUILDER: &str = "prefix_merging";
@@ -150,8 +149,8 @@ pub fn analyze(capture: Capture, options: &VerdictOptions) -> Analysis {
 /// Rebuild and judge one rollout whose `previous` analysis is known: when its records are
 /// those `previous` built with, followed by appended ones, the build is extended by them
 /// ([`crate::rebuild::extend_build`]) instead of made again (the same result, at the cost of
-/// the appended records alone). `carried`: how many leading records the read moved over
-/// from `previous`'s capture (which holds none then), known to be the same.
+/// the appended records alone). `carried`: how many leading records of `capture` are the
+/// very records `previous` was built with (the read knows: it carried them over).
 pub(crate) fn analyze_continuing(
     capture: Capture,
     options: &VerdictOptions,
@@ -250,7 +249,7 @@ pub(crate) fn analyze_continuing(
         .as_mut()
         .and_then(|p| EarlierProjection::take(&mut p.response, p.build.as_ref()));
     let build = previous
-        .and_then(|previous| build_of_prefix(previous, records, carried))
+        .and_then(|previous| build_of_prefix(previous, carried))
         .and_then(|build| extend_build(records, build, &build_options))
         .unwrap_or_else(|| prefix_merging(records, &build_options));
     let projected = match &build.error {
@@ -325,25 +324,10 @@ pub(crate) fn analyze_continuing(
     finish(analysis)
 }
 
-/// The build of `previous` when its records are the first of `records` (the same parsed
-/// records, not only equal ones: the file only grew).
-fn build_of_prefix(
-    previous: Analysis,
-    records: &[Arc<TokenRecord>],
-    carried: usize,
-) -> Option<BuildOutput> {
-    let build = previous.build?;
-    let built_with = build.fates.len();
-    let before = &previous.capture.records;
-    let same = if before.is_empty() && carried > 0 {
-        // Its records were moved into this capture: the same ones, if all of them came.
-        carried == built_with
-    } else {
-        built_with == before.len()
-            && before.len() <= records.len()
-            && before.iter().zip(records).all(|(a, b)| Arc::ptr_eq(a, b))
-    };
-    same.then_some(build)
+/// The build of `previous` when the records it was built with are the first `carried` of
+/// this capture's (the same parsed records, carried over by the read: the file only grew).
+fn build_of_prefix(previous: Analysis, carried: usize) -> Option<BuildOutput> {
+    previous.build.filter(|build| build.fates.len() == carried)
 }
 
 fn finish(mut analysis: Analysis) -> Analysis {
