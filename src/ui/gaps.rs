@@ -1,5 +1,6 @@
 //! The gaps pane: everything not observed or not joinable.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -31,7 +32,12 @@ fn label(kind: GapKind) -> &'static str {
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let Some(view) = &app.view else {
         let block = detail_block(crate::app::Pane::Gaps.spec().title.into(), app, theme);
-        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
+        memo::render(
+            frame,
+            Slot::Detail,
+            Paragraph::new(strings::no_view(app)).block(block),
+            area,
+        );
         return;
     };
     let rid = app
@@ -57,7 +63,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         } else {
             strings::NO_CAPTURE_GAPS_NO_ROW
         };
-        frame.render_widget(
+        memo::render(
+            frame,
+            Slot::Detail,
             Paragraph::new(Span::styled(text, theme.good())).block(block),
             area,
         );
@@ -105,5 +113,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             Line::from(Span::styled(text, style))
         })
         .collect();
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    memo::render(
+        frame,
+        Slot::Detail,
+        Paragraph::new(lines).block(block),
+        area,
+    );
 }

@@ -1,5 +1,6 @@
 //! The observation graph pane: agents, subagents, model calls, tools, compactions, verifiers.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -15,7 +16,12 @@ use tokscope_core::text::sanitize;
 pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let Some(view) = &app.view else {
         let block = detail_block(crate::app::Pane::Graph.spec().title.into(), app, theme);
-        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
+        memo::render(
+            frame,
+            Slot::Detail,
+            Paragraph::new(strings::no_view(app)).block(block),
+            area,
+        );
         return;
     };
     let block = detail_block(
@@ -28,7 +34,9 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         theme,
     );
     if view.graph.is_empty() {
-        frame.render_widget(
+        memo::render(
+            frame,
+            Slot::Detail,
             Paragraph::new(Span::styled(strings::NO_OBSERVATIONS, theme.dim())).block(block),
             area,
         );
@@ -80,5 +88,10 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             )));
         }
     }
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    memo::render(
+        frame,
+        Slot::Detail,
+        Paragraph::new(lines).block(block),
+        area,
+    );
 }

@@ -1,5 +1,6 @@
 //! The inspector: divergence, what-if, every field of the selected record, the verdict.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -51,7 +52,7 @@ pub(crate) fn draw(
             found
         });
     let paragraph = Paragraph::new(content).wrap(Wrap { trim: false });
-    let length = paragraph.line_count(area.width.saturating_sub(2));
+    let length = memo::line_count(&paragraph, area.width.saturating_sub(2));
     // The app clamps its scroll to the length measured here; until that arrives, clamp too.
     let height = super::layout::inner_rows(area);
     let top = app
@@ -62,7 +63,7 @@ pub(crate) fn draw(
     let paragraph = paragraph
         .block(block)
         .scroll((u16::try_from(top).unwrap_or(u16::MAX), 0));
-    frame.render_widget(paragraph, area);
+    memo::render(frame, Slot::Detail, paragraph, area);
     (length, matches)
 }
 

@@ -1,5 +1,6 @@
 //! The rollout list.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -156,7 +157,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         }
         lines.push(Line::from(spans));
     }
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    memo::render(frame, Slot::List, Paragraph::new(lines).block(block), area);
 }
 
 /// The columns shown only when they say something (after the verdict, so that a narrow list

@@ -11,6 +11,7 @@ pub mod inspector;
 pub mod keys;
 pub mod layout;
 pub mod list;
+mod memo;
 pub mod mouse;
 pub mod prose;
 pub mod strings;

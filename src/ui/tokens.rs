@@ -1,5 +1,6 @@
 //! Token provenance: one chain's tokens colored by origin, loss mask and log probability.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -50,14 +51,24 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tokens;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         let block = pane_block(crate::app::Pane::Tokens.spec().title.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
+        memo::render(
+            frame,
+            Slot::Tokens,
+            Paragraph::new(strings::no_view(app)).block(block),
+            area,
+        );
         return;
     };
     let (Some(build), Some(chain), Some(provenance)) =
         (&analysis.build, view.tokens.chain, &view.tokens.provenance)
     else {
         let block = pane_block(crate::app::Pane::Tokens.spec().title.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::NO_CHAIN).block(block), area);
+        memo::render(
+            frame,
+            Slot::Tokens,
+            Paragraph::new(strings::NO_CHAIN).block(block),
+            area,
+        );
         return;
     };
     let records = &analysis.capture.records;
@@ -143,7 +154,7 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         let rows = super::layout::inner_rows(area).saturating_sub(lines.len());
         lines.extend(super::prose::lines(app, &chain, detok, theme, width, rows));
         let paragraph = Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false });
-        frame.render_widget(paragraph.block(block), area);
+        memo::render(frame, Slot::Tokens, paragraph.block(block), area);
         return;
     }
     // The app keeps the cursor's row on screen, with the layout's tokens per row (decoded
@@ -208,7 +219,12 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         }
         lines.push(Line::from(spans));
     }
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    memo::render(
+        frame,
+        Slot::Tokens,
+        Paragraph::new(lines).block(block),
+        area,
+    );
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The chain tree: roots, chains, branches, retries, quarantined calls, boundaries.
 
+use super::memo::{self, Slot};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -17,7 +18,12 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
     let focused = app.focus == Pane::Tree;
     let (Some(view), Some(analysis)) = (&app.view, app.shown()) else {
         let block = pane_block(crate::app::Pane::Tree.spec().title.into(), focused, theme);
-        frame.render_widget(Paragraph::new(strings::no_view(app)).block(block), area);
+        memo::render(
+            frame,
+            Slot::Tree,
+            Paragraph::new(strings::no_view(app)).block(block),
+            area,
+        );
         return;
     };
     let rid = analysis.rollout_id();
@@ -31,7 +37,12 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
             focused,
             theme,
         );
-        frame.render_widget(Paragraph::new(strings::NO_BUILD).block(block), area);
+        memo::render(
+            frame,
+            Slot::Tree,
+            Paragraph::new(strings::NO_BUILD).block(block),
+            area,
+        );
         return;
     };
     let records = &analysis.capture.records;
@@ -186,5 +197,5 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme, area: Rect) {
         }
         lines.push(Line::from(clipped));
     }
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    memo::render(frame, Slot::Tree, Paragraph::new(lines).block(block), area);
 }

@@ -718,8 +718,12 @@ impl RunWriter {
             .create(true)
             .append(true)
             .open(path)?;
-        file.write_all(line.as_bytes())?;
-        file.write_all(b"\n")?;
+        // One write, as the reference's buffered append makes it: a reader never sees the
+        // line without its newline unless the write itself is cut short.
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        file.write_all(&bytes)?;
         file.sync_data()?;
         Ok(file.metadata()?.len())
     }

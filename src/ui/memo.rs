@@ -1,0 +1,266 @@
+//! Panes drawn again unchanged are copied, not rendered.
+//!
+//! Drawing stays a pure function of the state: every pane still builds its whole widget each
+//! frame. What is kept is the widget's rendering. Laying out a paragraph walks every grapheme
+//! of every line (its width, its wrap), which was most of a frame; comparing a widget with the
+//! one drawn last time is a walk over its strings. While a run is written the screen changes
+//! ten times a second, mostly in the list and the header, and the open rollout's panes are
+//! the same widget as the frame before: they are copied from what they rendered then.
+//!
+//! The key is the widget itself and its area, nothing the pane read to build it, so no input
+//! can be forgotten. A pane renders into a fresh frame's area (the terminal resets its buffer
+//! after each frame; panes do not overlap, overlays draw after them), so the same widget in
+//! the same area renders the same cells.
+
+use std::cell::RefCell;
+
+use ratatui::Frame;
+use ratatui::buffer::{Buffer, Cell};
+use ratatui::layout::Rect;
+use ratatui::widgets::Paragraph;
+
+/// The panes whose rendering is kept, one kept rendering each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The rollout list.
+    List,
+    /// The chain tree.
+    Tree,
+    /// Token provenance.
+    Tokens,
+    /// The bottom-right tab (inspector, gaps or graph).
+    Detail,
+}
+
+impl Slot {
+    const COUNT: usize = 4;
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A pane's last rendering: the widget, where, and the cells it made there (row by row).
+struct Kept {
+    area: Rect,
+    paragraph: Paragraph<'static>,
+    cells: Vec<Cell>,
+}
+
+/// The inspector's text measured last: its wrapped length at a width.
+struct Measured {
+    width: u16,
+    paragraph: Paragraph<'static>,
+    lines: usize,
+}
+
+#[derive(Default)]
+struct Memo {
+    kept: [Option<Kept>; Slot::COUNT],
+    measured: Option<Measured>,
+    /// Renderings copied instead of made (tests of the memo's use).
+    copied: usize,
+}
+
+thread_local! {
+    // Per thread: tests draw on many threads at once; the explorer draws on one.
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
+}
+
+/// Render `paragraph` into `area`, or copy the cells it rendered there the last time the
+/// same slot drew the same paragraph in the same area.
+pub(crate) fn render(frame: &mut Frame, slot: Slot, paragraph: Paragraph<'static>, area: Rect) {
+    MEMO.with_borrow_mut(|memo| {
+        let buffer = frame.buffer_mut();
+        let area = area.intersection(buffer.area);
+        let entry = &mut memo.kept[slot.index()];
+        if let Some(kept) = entry
+            .as_ref()
+            .filter(|kept| kept.area == area && kept.paragraph == paragraph)
+        {
+            copy_in(buffer, area, &kept.cells);
+            memo.copied += 1;
+            return;
+        }
+        ratatui::widgets::Widget::render(&paragraph, area, buffer);
+        *entry = Some(Kept {
+            area,
+            cells: copy_out(buffer, area),
+            paragraph,
+        });
+    });
+}
+
+/// The lines `paragraph` wraps to at `width` (measured again only when it changed).
+pub(crate) fn line_count(paragraph: &Paragraph<'static>, width: u16) -> usize {
+    MEMO.with_borrow_mut(|memo| {
+        if let Some(measured) = memo
+            .measured
+            .as_ref()
+            .filter(|m| m.width == width && m.paragraph == *paragraph)
+        {
+            return measured.lines;
+        }
+        let lines = paragraph.line_count(width);
+        memo.measured = Some(Measured {
+            width,
+            paragraph: paragraph.clone(),
+            lines,
+        });
+        lines
+    })
+}
+
+/// Renderings this thread copied since the last call (tests).
+#[cfg(test)]
+pub(crate) fn take_copied() -> usize {
+    MEMO.with_borrow_mut(|memo| std::mem::take(&mut memo.copied))
+}
+
+/// Forget every kept rendering of this thread (tests compare with a fresh drawing).
+#[cfg(test)]
+pub(crate) fn forget() {
+    MEMO.with_borrow_mut(|memo| *memo = Memo::default());
+}
+
+fn rows(buffer: &Buffer, area: Rect) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    (area.top()..area.bottom()).map(move |y| {
+        let start = buffer.index_of(area.x, y);
+        start..start + usize::from(area.width)
+    })
+}
+
+fn copy_out(buffer: &Buffer, area: Rect) -> Vec<Cell> {
+    let mut cells = Vec::with_capacity(usize::from(area.width) * usize::from(area.height));
+    for row in rows(buffer, area) {
+        cells.extend_from_slice(&buffer.content[row]);
+    }
+    cells
+}
+
+fn copy_in(buffer: &mut Buffer, area: Rect, cells: &[Cell]) {
+    let width = usize::from(area.width).max(1);
+    let ranges: Vec<_> = rows(buffer, area).collect();
+    for (row, kept) in ranges.into_iter().zip(cells.chunks(width)) {
+        buffer.content[row].clone_from_slice(kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::text::Line;
+    use ratatui::widgets::{Block, Borders, Wrap};
+
+    use super::*;
+
+    fn paragraph(text: &str) -> Paragraph<'static> {
+        Paragraph::new(vec![Line::from(text.to_owned()), Line::from("second")])
+            .block(Block::default().borders(Borders::ALL).title(" pane "))
+            .wrap(Wrap { trim: false })
+    }
+
+    fn drawn(text: &str, area: Rect) -> Buffer {
+        let mut terminal = Terminal::new(TestBackend::new(30, 8)).unwrap();
+        terminal
+            .draw(|frame| render(frame, Slot::Tree, paragraph(text), area))
+            .unwrap();
+        terminal.backend().buffer().clone()
+    }
+
+    #[test]
+    fn the_same_widget_is_copied_and_draws_what_rendering_draws() {
+        forget();
+        let area = Rect::new(2, 1, 20, 5);
+        let first = drawn("a line long enough to wrap in the pane", area);
+        assert_eq!(take_copied(), 0);
+        assert_eq!(drawn("a line long enough to wrap in the pane", area), first);
+        assert_eq!(take_copied(), 1, "the second frame is copied");
+        // Another text, another area: rendered, and each as a fresh drawing would.
+        for (text, area) in [
+            ("another", area),
+            ("another", Rect::new(0, 0, 30, 8)),
+            ("another", Rect::new(0, 0, 30, 8)),
+        ] {
+            let kept = drawn(text, area);
+            forget();
+            assert_eq!(kept, drawn(text, area), "{text} {area:?}");
+        }
+    }
+
+    #[test]
+    fn an_area_past_the_screen_is_cut_to_it() {
+        forget();
+        let area = Rect::new(20, 4, 30, 10);
+        let first = drawn("text", area);
+        assert_eq!(drawn("text", area), first);
+        assert_eq!(take_copied(), 1);
+    }
+
+    #[test]
+    fn a_length_is_measured_again_only_for_another_text_or_width() {
+        forget();
+        let text = paragraph("one two three four five six");
+        assert_eq!(line_count(&text, 10), text.line_count(10));
+        assert_eq!(line_count(&text, 40), text.line_count(40));
+        let other = paragraph("one");
+        assert_eq!(line_count(&other, 10), other.line_count(10));
+        assert_ne!(text.line_count(10), other.line_count(10));
+    }
+
+    /// The explorer's screen after each step, drawn twice with the memo and once fresh.
+    #[test]
+    fn the_explorer_draws_with_the_memo_what_it_draws_without() {
+        use crate::app::{Action, App, Message, Tab};
+        use tokscope_core::verdict::VerdictOptions;
+
+        let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
+        let locations =
+            tokscope_core::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
+        let analyses = tokscope_core::load::analyze_all(&locations, &VerdictOptions::default());
+        let (width, height) = (140, 44);
+        let viewport = crate::ui::layout::viewport_for(Rect::new(0, 0, width, height), None);
+        let mut app = App::new(vec![store], analyses, VerdictOptions::default(), viewport);
+        let theme = crate::ui::Theme { color: true };
+        let screen = |app: &App| {
+            let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+            terminal
+                .draw(|frame| drop(crate::ui::draw(frame, app, theme)))
+                .unwrap();
+            terminal.backend().buffer().clone()
+        };
+        let steps = [
+            None,
+            Some(Action::Down),
+            Some(Action::Down),
+            Some(Action::NextPane),
+            Some(Action::Down),
+            Some(Action::ShowTab(Tab::Gaps)),
+            Some(Action::ShowTab(Tab::Graph)),
+            Some(Action::ShowTab(Tab::Inspector)),
+            Some(Action::PageDown),
+            Some(Action::Zoom),
+            Some(Action::Zoom),
+        ];
+        forget();
+        for step in steps {
+            if let Some(action) = step {
+                app.update(Message::Action(action));
+            }
+            let first = screen(&app);
+            take_copied();
+            let again = screen(&app);
+            // Every pane shown: four, or the zoomed one.
+            let shown = if app.zoomed().is_some() { 1 } else { 4 };
+            assert_eq!(
+                take_copied(),
+                shown,
+                "unchanged panes are copied after {step:?}"
+            );
+            assert_eq!(again, first, "after {step:?}");
+            forget();
+            assert_eq!(screen(&app), first, "a fresh drawing after {step:?}");
+        }
+    }
+}
