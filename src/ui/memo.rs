@@ -73,6 +73,10 @@ pub(crate) fn render(frame: &mut Frame, slot: Slot, paragraph: Paragraph<'static
     MEMO.with_borrow_mut(|memo| {
         let buffer = frame.buffer_mut();
         let area = area.intersection(buffer.area);
+        if area.is_empty() {
+            // Nothing of it on the screen (ratatui's own render draws nothing there either).
+            return;
+        }
         let entry = &mut memo.kept[slot.index()];
         if let Some(kept) = entry
             .as_ref()
@@ -196,6 +200,11 @@ mod tests {
         let first = drawn("text", area);
         assert_eq!(drawn("text", area), first);
         assert_eq!(take_copied(), 1);
+        // Wholly off the screen: nothing drawn, nothing kept.
+        let blank = drawn("", Rect::new(0, 0, 0, 0));
+        assert_eq!(drawn("text", Rect::new(40, 2, 10, 5)), blank);
+        assert_eq!(drawn("text", Rect::new(2, 20, 10, 5)), blank);
+        assert_eq!(take_copied(), 0);
     }
 
     #[test]
@@ -219,12 +228,16 @@ mod tests {
         let locations =
             tokscope_core::load::locate(std::slice::from_ref(&store), &[]).unwrap_or_default();
         let analyses = tokscope_core::load::analyze_all(&locations, &VerdictOptions::default());
-        let (width, height) = (140, 44);
-        let viewport = crate::ui::layout::viewport_for(Rect::new(0, 0, width, height), None);
-        let mut app = App::new(vec![store], analyses, VerdictOptions::default(), viewport);
+        let size = |width, height| Rect::new(0, 0, width, height);
+        let mut app = App::new(
+            vec![store],
+            analyses,
+            VerdictOptions::default(),
+            crate::ui::layout::viewport_for(size(140, 44), None),
+        );
         let theme = crate::ui::Theme { color: true };
-        let screen = |app: &App| {
-            let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        let screen = |app: &App, area: Rect| {
+            let mut terminal = Terminal::new(TestBackend::new(area.width, area.height)).unwrap();
             terminal
                 .draw(|frame| drop(crate::ui::draw(frame, app, theme)))
                 .unwrap();
@@ -244,23 +257,32 @@ mod tests {
             Some(Action::Zoom),
         ];
         forget();
-        for step in steps {
-            if let Some(action) = step {
-                app.update(Message::Action(action));
+        // The same steps on a wide screen, then resized to a small one (what was kept at the
+        // first size is there when the second is drawn).
+        for area in [size(140, 44), size(72, 22)] {
+            app.update(Message::Resize(crate::ui::layout::viewport_for(area, None)));
+            for step in &steps {
+                if let Some(action) = step {
+                    app.update(Message::Action(*action));
+                }
+                let first = screen(&app, area);
+                take_copied();
+                let again = screen(&app, area);
+                // Every pane shown: four, or the zoomed one.
+                let shown = if app.zoomed().is_some() { 1 } else { 4 };
+                assert_eq!(
+                    take_copied(),
+                    shown,
+                    "unchanged panes are copied after {step:?} at {area:?}"
+                );
+                assert_eq!(again, first, "after {step:?} at {area:?}");
+                forget();
+                assert_eq!(
+                    screen(&app, area),
+                    first,
+                    "a fresh drawing after {step:?} at {area:?}"
+                );
             }
-            let first = screen(&app);
-            take_copied();
-            let again = screen(&app);
-            // Every pane shown: four, or the zoomed one.
-            let shown = if app.zoomed().is_some() { 1 } else { 4 };
-            assert_eq!(
-                take_copied(),
-                shown,
-                "unchanged panes are copied after {step:?}"
-            );
-            assert_eq!(again, first, "after {step:?}");
-            forget();
-            assert_eq!(screen(&app), first, "a fresh drawing after {step:?}");
         }
     }
 }
