@@ -127,26 +127,26 @@ pub(crate) fn forget() {
     MEMO.with_borrow_mut(|memo| *memo = Memo::default());
 }
 
-fn rows(buffer: &Buffer, area: Rect) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    (area.top()..area.bottom()).map(move |y| {
-        let start = buffer.index_of(area.x, y);
-        start..start + usize::from(area.width)
-    })
+/// Where row `y` of `area` lies in the buffer's cells.
+fn row(buffer: &Buffer, area: Rect, y: u16) -> std::ops::Range<usize> {
+    let start = buffer.index_of(area.x, y);
+    start..start + usize::from(area.width)
 }
 
 fn copy_out(buffer: &Buffer, area: Rect) -> Vec<Cell> {
     let mut cells = Vec::with_capacity(usize::from(area.width) * usize::from(area.height));
-    for row in rows(buffer, area) {
-        cells.extend_from_slice(&buffer.content[row]);
+    for y in area.top()..area.bottom() {
+        cells.extend_from_slice(&buffer.content[row(buffer, area, y)]);
     }
     cells
 }
 
+/// Copy `cells` (kept by [`copy_out`] for the same non-empty area) back into `area`.
 fn copy_in(buffer: &mut Buffer, area: Rect, cells: &[Cell]) {
-    let width = usize::from(area.width).max(1);
-    let ranges: Vec<_> = rows(buffer, area).collect();
-    for (row, kept) in ranges.into_iter().zip(cells.chunks(width)) {
-        buffer.content[row].clone_from_slice(kept);
+    let rows = cells.chunks(usize::from(area.width));
+    for (y, kept) in (area.top()..area.bottom()).zip(rows) {
+        let range = row(buffer, area, y);
+        buffer.content[range].clone_from_slice(kept);
     }
 }
 
