@@ -260,6 +260,7 @@ fn main() {
     }
 
     let started = Instant::now();
+    let cold_work = tokscope_core::work::process_total();
     let (cold_cpu, cold_threads) = (
         tokscope_testkit::cpu_seconds(),
         tokscope_testkit::cpu_seconds_by_thread(),
@@ -336,6 +337,12 @@ fn main() {
     println!(
         "cold open CPU: {}",
         cpu_by_thread(cold_cpu, &cold_threads, |s| format!("{s:.2} s"))
+    );
+    let cold_work = tokscope_core::work::process_total() - cold_work;
+    println!(
+        "cold open work: {:.2} G tokens hashed, {:.0}% of them beside other digests",
+        cold_work.tokens_hashed as f64 / 1e9,
+        cold_work.tokens_hashed_together as f64 * 100.0 / cold_work.tokens_hashed.max(1) as f64,
     );
     println!("memory once loaded: {rss:.0} MB resident, {peak:.0} MB peak");
     // The timeline view over every rollout: opened (its series counted from the summaries,

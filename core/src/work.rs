@@ -16,6 +16,9 @@ pub struct Work {
     pub records_parsed: u64,
     /// Tokens encoded into a token-sequence digest.
     pub tokens_hashed: u64,
+    /// Of those, tokens hashed beside other sequences (several digests' rounds interleaved,
+    /// see `rebuild::lanes`).
+    pub tokens_hashed_together: u64,
     /// Calls whose parent link the builder checked.
     pub calls_linked: u64,
     /// Rollouts built from all their records.
@@ -36,7 +39,7 @@ pub struct Work {
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 9;
+const FIELDS: usize = 10;
 
 impl Work {
     /// Nothing done.
@@ -47,6 +50,7 @@ impl Work {
         [
             self.records_parsed,
             self.tokens_hashed,
+            self.tokens_hashed_together,
             self.calls_linked,
             self.full_builds,
             self.extended_builds,
@@ -61,6 +65,7 @@ impl Work {
         let [
             records_parsed,
             tokens_hashed,
+            tokens_hashed_together,
             calls_linked,
             full_builds,
             extended_builds,
@@ -72,6 +77,7 @@ impl Work {
         Work {
             records_parsed,
             tokens_hashed,
+            tokens_hashed_together,
             calls_linked,
             full_builds,
             extended_builds,

@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::twin::{State, compress_two};
+use super::lanes::{LANES, State, compress_many};
 use crate::store::seq::TokenSeq;
 
 const DOMAIN: &[u8] = b"nemo-gym-tokens";
@@ -109,35 +109,81 @@ fn encode(tokens: &[u64], out: &mut [u8]) {
     }
 }
 
-/// Digests of the first `n` tokens of two sequences, computed together (the SHA rounds of
-/// both interleaved, see `twin`): what two calls of [`digest_prefix`] give.
-pub(crate) fn digest_two(a: (&TokenSeq, usize), b: (&TokenSeq, usize)) -> (String, String) {
+/// Digests of the first `n` tokens of each sequence, computed up to [`LANES`] at once (the
+/// SHA rounds of several interleaved, see `lanes`): what a call of [`digest_prefix`] each
+/// gives, in the same order.
+pub(crate) fn digest_many(wanted: &[(&TokenSeq, usize)]) -> Vec<String> {
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + wanted.len());
+    let hashed: usize = wanted.iter().map(|(seq, n)| (*n).min(seq.len())).sum();
+    crate::work::count(|work| work.tokens_hashed += hashed as u64);
+    // Sequences of like lengths hashed together: a lane whose message ends early leaves
+    // the others to go on with fewer lanes.
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&i| wanted[i].1.min(wanted[i].0.len()));
+    let mut out = vec![String::new(); wanted.len()];
+    for group in order.chunks(LANES) {
+        let items: Vec<(&TokenSeq, usize)> = group.iter().map(|&i| wanted[i]).collect();
+        for (&i, digest) in group.iter().zip(digest_group(&items)) {
+            out[i] = hex(&digest);
+        }
+    }
+    out
+}
+
+/// The digests of up to [`LANES`] sequences' prefixes, hashed together while more than one
+/// is left.
+fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
     /// Bytes encoded per lane before hashing them (a multiple of the block size).
     const WINDOW: usize = 16 << 10;
-    #[cfg(test)]
-    COMPUTED.set(COMPUTED.get() + 2);
-    let (mut first, mut second) = (Message::new(a.0, a.1), Message::new(b.0, b.1));
-    let hashed = a.1.min(a.0.len()) + b.1.min(b.0.len());
-    crate::work::count(|work| work.tokens_hashed += hashed as u64);
-    let (mut x, mut y) = (State::new(), State::new());
-    let mut windows = [
-        Vec::with_capacity(WINDOW + 128),
-        Vec::with_capacity(WINDOW + 128),
-    ];
-    let (mut first_done, mut second_done) = (false, false);
-    while !(first_done && second_done) {
-        let [left, right] = &mut windows;
-        left.clear();
-        right.clear();
-        first_done = first_done || first.fill(left, WINDOW);
-        second_done = second_done || second.fill(right, WINDOW);
-        // Both windows hold whole blocks: the last one ends with its padding.
-        let both = left.len().min(right.len());
-        compress_two(&mut x, &left[..both], &mut y, &right[..both]);
-        x.compress(&left[both..]);
-        y.compress(&right[both..]);
+    let lanes = items.len();
+    debug_assert!(lanes <= LANES);
+    let mut messages: Vec<Message> = items.iter().map(|&(seq, n)| Message::new(seq, n)).collect();
+    let mut states = vec![State::new(); lanes];
+    let mut windows: Vec<Vec<u8>> = (0..lanes)
+        .map(|_| Vec::with_capacity(WINDOW + 128))
+        .collect();
+    // Bytes of each window hashed so far; whether each message's last bytes are encoded.
+    let mut hashed = vec![0usize; lanes];
+    let mut ended = vec![false; lanes];
+    // Bytes hashed while another lane was hashing too (header and padding included).
+    let mut together = 0usize;
+    loop {
+        for lane in 0..lanes {
+            if hashed[lane] == windows[lane].len() && !ended[lane] {
+                windows[lane].clear();
+                hashed[lane] = 0;
+                ended[lane] = messages[lane].fill(&mut windows[lane], WINDOW);
+            }
+        }
+        let active: Vec<usize> = (0..lanes)
+            .filter(|&lane| hashed[lane] < windows[lane].len())
+            .collect();
+        // The bytes every lane still hashing has at hand (whole blocks: windows and their
+        // padding are).
+        let Some(step) = active
+            .iter()
+            .map(|&lane| windows[lane].len() - hashed[lane])
+            .min()
+        else {
+            break;
+        };
+        let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
+        let blocks: Vec<&[u8]> = active
+            .iter()
+            .map(|&lane| &windows[lane][hashed[lane]..hashed[lane] + step])
+            .collect();
+        compress_many(&mut hashing, &blocks);
+        for (&lane, state) in active.iter().zip(hashing) {
+            states[lane] = state;
+            hashed[lane] += step;
+        }
+        if active.len() > 1 {
+            together += step * active.len();
+        }
     }
-    (hex(&x.bytes()), hex(&y.bytes()))
+    crate::work::count(|work| work.tokens_hashed_together += (together / 8) as u64);
+    states.iter().map(State::bytes).collect()
 }
 
 /// A sequence's encoded bytes followed by SHA-256's padding, a window at a time.
@@ -245,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn two_digests_at_once_are_two_digests() {
+    fn digests_at_once_are_each_its_own() {
         let mut next = 7u64;
         let mut token = || {
             next = next
@@ -269,10 +315,27 @@ mod tests {
         for a in &seqs {
             for b in &seqs {
                 for (n, m) in [(a.len(), b.len()), (a.len() / 2, b.len().saturating_sub(1))] {
-                    let (x, y) = digest_two((a, n), (b, m));
-                    assert_eq!(x, digest_prefix(a, n), "{} of {}", n, a.len());
-                    assert_eq!(y, digest_prefix(b, m), "{} of {}", m, b.len());
+                    let digests = digest_many(&[(a, n), (b, m)]);
+                    assert_eq!(digests[0], digest_prefix(a, n), "{} of {}", n, a.len());
+                    assert_eq!(digests[1], digest_prefix(b, m), "{} of {}", m, b.len());
                 }
+            }
+        }
+        // Groups of every size up to past two groups, lengths mixed, each as alone.
+        for count in 1..=2 * LANES + 1 {
+            let wanted: Vec<(&TokenSeq, usize)> = (0..count)
+                .map(|i| {
+                    let seq = &seqs[(i * 7 + count) % seqs.len()];
+                    (seq, seq.len() - (i % 3).min(seq.len()))
+                })
+                .collect();
+            let digests = digest_many(&wanted);
+            for (&(seq, n), digest) in wanted.iter().zip(&digests) {
+                assert_eq!(
+                    *digest,
+                    digest_prefix(seq, n),
+                    "{count} at once, {n} tokens"
+                );
             }
         }
     }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::digest::{digest_prefix, digest_two, hex};
+use super::digest::{digest_many, digest_prefix, hex};
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
 
@@ -110,8 +110,9 @@ impl DigestMemo {
     }
 
     /// Compute the digests of `wanted` (records, each the first of its call id, with their
-    /// cumulative sequences) not remembered yet, two at a time ([`digest_two`]): a build's
-    /// link checks then find them remembered. An odd one out is left for when it is asked.
+    /// cumulative sequences) not remembered yet, up to four at once ([`digest_many`]): a
+    /// build's link checks then find them remembered. A single one missing is left for when
+    /// it is asked: no other digest would share its rounds.
     pub(crate) fn prefetch(&self, wanted: &[(&TokenRecord, &TokenSeq)]) {
         let missing: Vec<&(&TokenRecord, &TokenSeq)> = {
             let digests = self.digests();
@@ -124,14 +125,15 @@ impl DigestMemo {
                 })
                 .collect()
         };
-        for pair in missing.chunks_exact(2) {
-            let [(first, first_cumulative), (second, second_cumulative)] = [*pair[0], *pair[1]];
-            let (x, y) = digest_two(
-                (first_cumulative, first_cumulative.len()),
-                (second_cumulative, second_cumulative.len()),
-            );
-            self.remember(first, first_cumulative, &x);
-            self.remember(second, second_cumulative, &y);
+        if missing.len() < 2 {
+            return;
+        }
+        let sequences: Vec<(&TokenSeq, usize)> = missing
+            .iter()
+            .map(|&&(_, cumulative)| (cumulative, cumulative.len()))
+            .collect();
+        for (&&(record, cumulative), digest) in missing.iter().zip(digest_many(&sequences)) {
+            self.remember(record, cumulative, &digest);
         }
     }
 
@@ -221,6 +223,48 @@ mod memo_tests {
         assert_eq!(memo.prefixes.lock().unwrap().len(), 2);
         memo.clear();
         assert!(memo.prefixes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn digests_fetched_ahead_are_hashed_together_and_each_its_own() {
+        let records: Vec<TokenRecord> = (0..5u64)
+            .map(|i| {
+                let ids: Vec<u64> = (0..3_000 + 500 * i).map(|t| t * 7 + i).collect();
+                let line = format!(
+                    r#"{{"generation_log_probs":[],"generation_token_ids":[],"model_call_id":"c{i}","parent_resolution":"root","prompt_token_ids":{ids:?},"rollout_id":"r"}}"#
+                );
+                TokenRecord::parse(line.as_bytes()).expect("a valid record")
+            })
+            .collect();
+        let wanted: Vec<(&TokenRecord, &TokenSeq)> =
+            records.iter().map(|r| (r, &r.prompt_token_ids)).collect();
+        let memo = DigestMemo::default();
+        crate::work::take();
+        memo.prefetch(&wanted[..1]);
+        assert!(memo.is_empty(), "one alone is left for when it is asked");
+        memo.prefetch(&wanted);
+        let work = crate::work::take();
+        let total: usize = records.iter().map(|r| r.prompt_token_ids.len()).sum();
+        assert_eq!(work.tokens_hashed, total as u64);
+        // Four share their rounds (a group of like lengths), the fifth hashes alone; each
+        // lane's header and padding count too, so the shared part is within a few tokens.
+        let shared = work.tokens_hashed_together as f64 / total as f64;
+        assert!(
+            shared > 0.6,
+            "{shared:.2} of the tokens hashed beside another digest"
+        );
+        assert_eq!(memo.len(), 5);
+        for (record, cumulative) in wanted {
+            assert_eq!(
+                memo.digest(record, cumulative),
+                digest_prefix(cumulative, cumulative.len())
+            );
+        }
+        assert_eq!(
+            crate::work::take().tokens_hashed,
+            total as u64,
+            "checked above only"
+        );
     }
 
     #[test]

@@ -3,11 +3,11 @@
 pub mod digest;
 pub mod divergence;
 mod extend;
+mod lanes;
 pub mod memo;
 pub mod merge;
 pub mod output;
 pub mod project;
-mod twin;
 
 pub(crate) use extend::extend_build;
 pub use merge::prefix_merging;
