@@ -19,6 +19,9 @@ pub struct Work {
     /// Of those, tokens hashed beside other sequences (several digests' rounds interleaved,
     /// see `rebuild::lanes`).
     pub tokens_hashed_together: u64,
+    /// Of those, tokens hashed from a live rollout's contiguous copy of its newest call's
+    /// sequence (see `rebuild::memo::DigestMemo::follow`).
+    pub tokens_hashed_contiguous: u64,
     /// Calls whose parent link the builder checked.
     pub calls_linked: u64,
     /// Rollouts built from all their records.
@@ -39,7 +42,7 @@ pub struct Work {
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 10;
+const FIELDS: usize = 11;
 
 impl Work {
     /// Nothing done.
@@ -51,6 +54,7 @@ impl Work {
             self.records_parsed,
             self.tokens_hashed,
             self.tokens_hashed_together,
+            self.tokens_hashed_contiguous,
             self.calls_linked,
             self.full_builds,
             self.extended_builds,
@@ -66,6 +70,7 @@ impl Work {
             records_parsed,
             tokens_hashed,
             tokens_hashed_together,
+            tokens_hashed_contiguous,
             calls_linked,
             full_builds,
             extended_builds,
@@ -78,6 +83,7 @@ impl Work {
             records_parsed,
             tokens_hashed,
             tokens_hashed_together,
+            tokens_hashed_contiguous,
             calls_linked,
             full_builds,
             extended_builds,

@@ -452,6 +452,12 @@ fn an_append_costs_its_own_line_not_its_rollout() {
                 "{what}: {} tokens hashed for a parent of {parent_cumulative}",
                 work.tokens_hashed
             );
+            // And hashed from the contiguous copy the previous append made of its call's
+            // sequence, not from the arrays scattered over the heap.
+            assert_eq!(
+                work.tokens_hashed_contiguous, work.tokens_hashed,
+                "{what}: {work:?}"
+            );
         }
     }
 }

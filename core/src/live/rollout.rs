@@ -106,13 +106,15 @@ impl LiveRollout {
     }
 
     /// Memory held for the next read: the small files' bytes, the records file's unfinished
-    /// last line, and (an estimate) the parsed records (0 once cooled).
+    /// last line, (an estimate) the parsed records, and the contiguous copy of the newest
+    /// call's sequence (0 once cooled).
     pub fn resident_bytes(&self) -> usize {
         [&self.state, &self.intents, &self.records, &self.sentinel]
             .iter()
             .map(|tail| tail.held_bytes())
             .sum::<usize>()
             + self.cache.held_bytes()
+            + self.memo.held_bytes()
     }
 
     /// Whether a later write may append to it: not frozen (the writer appends to no file of

@@ -96,6 +96,10 @@ fn place_appended(
     };
     let cumulative = prompt.append_ids(record.generation_token_ids.clone(), false);
     if record.prompt_is_delta {
+        // Its own digest is checked first: copied now, it is hashed from one array.
+        if let Some(memo) = memo {
+            memo.follow(&cumulative);
+        }
         // As materializing does: the delta's digest must hold, its ids be encodable.
         if cumulative.first_negative(cumulative.len()).is_some() {
             return None;
@@ -138,6 +142,10 @@ fn place_appended(
     );
     if linked != Some(parent) || note.is_some() || digests.negative.is_some() {
         return None;
+    }
+    // The next append's parent, most likely: its digest will be asked for then.
+    if let Some(memo) = memo {
+        memo.follow(&cumulative);
     }
     make_room(out, at);
     out.nodes[parent].children.push(at);

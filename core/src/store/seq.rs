@@ -277,6 +277,24 @@ impl TokenSeq {
         self.common_prefix_len(other, other.len()) == other.len()
     }
 
+    /// Whether both are the very same sequence (one node: equal without a token compared).
+    pub(crate) fn is_same(&self, other: &TokenSeq) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// Append the tokens after the first `start` to `out` (their 64 bits).
+    pub(crate) fn extend_after(&self, start: usize, out: &mut Vec<u64>) {
+        out.reserve(self.len().saturating_sub(start));
+        for node in self.nodes_after(start) {
+            let begins = node.len - node.chunk.len();
+            out.extend_from_slice(&node.chunk[start.saturating_sub(begins)..]);
+        }
+    }
+
     /// Whether `self` starts with `other` because it is made of `other`'s very arrays up to
     /// `other`'s length (a prompt that repeats its parent's prompt and generation): pointers
     /// only, no token compared. `false` says nothing either way.
@@ -478,6 +496,25 @@ mod tests {
             !cumulative.starts_with_same_arrays(&child),
             "longer than self"
         );
+    }
+
+    #[test]
+    fn extend_after_appends_the_tokens_past_a_point_and_is_same_is_identity() {
+        let s = seq(&[&[1, 2], &[3, 4, 5], &[6]]);
+        for start in 0..8 {
+            let mut out = vec![9];
+            s.extend_after(start, &mut out);
+            let mut expected = vec![9];
+            expected.extend_from_slice(&s.to_vec()[start.min(6)..]);
+            assert_eq!(out, expected, "{start}");
+        }
+        assert!(s.is_same(&s.clone()));
+        assert!(
+            !s.is_same(&seq(&[&[1, 2], &[3, 4, 5], &[6]])),
+            "equal, not the same"
+        );
+        assert!(TokenSeq::new().is_same(&TokenSeq::default()));
+        assert!(!s.is_same(&TokenSeq::new()));
     }
 
     #[test]
