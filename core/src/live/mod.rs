@@ -378,16 +378,17 @@ mod tests {
         // next append's likely parent); an unfinished line is held until it is complete.
         assert!(rollout.refresh(&options).is_none(), "unchanged");
         let last = &lines[lines[..lines.len() - 1].rfind('\n').unwrap() + 1..];
-        assert_eq!(rollout.records.bytes(), Some(last.as_bytes()));
+        assert_eq!(rollout.records.kept_line(), Some(last.as_bytes()));
+        assert_eq!(rollout.records.bytes(), Some(&b""[..]));
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         std::io::Write::write_all(&mut file, b"{\"model_call_id\":").unwrap();
         rollout.refresh(&options).expect("changed");
-        let held = format!("{last}{{\"model_call_id\":");
-        assert_eq!(rollout.records.bytes(), Some(held.as_bytes()));
-        assert!(rollout.records.held_bytes() <= 64 << 10);
+        assert_eq!(rollout.records.kept_line(), Some(last.as_bytes()));
+        assert_eq!(rollout.records.bytes(), Some(&b"{\"model_call_id\":"[..]));
+        assert!(rollout.records.held_bytes() <= 128 << 10);
         drop(file);
         // Replaced by another file: nothing known of it holds.
         let other = dir.path().join("other");

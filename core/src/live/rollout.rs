@@ -233,8 +233,10 @@ impl LiveRollout {
         let capture = capture_from(&self.location, bytes, &mut self.cache);
         self.frozen = capture.state.frozen || capture.state.retired;
         // The lines read are parsed and kept: their bytes are not, but for the last one's.
-        self.records
-            .settle(self.cache.keep_from(KEPT_LAST_LINE) as u64);
+        self.records.settle(
+            self.cache.keep_from(KEPT_LAST_LINE) as u64,
+            self.cache.resume() as u64,
+        );
         let options = VerdictOptions {
             digest_memo: Some(std::sync::Arc::clone(&self.memo)),
             ..options.clone()

@@ -94,6 +94,11 @@ pub struct FileTail {
     data: Option<Vec<u8>>,
     /// Offset of `data` in the file: 0, unless [`FileTail::settle`] dropped parsed bytes.
     base: u64,
+    /// A settled file's last complete line, kept aside (its offset and bytes): the next
+    /// append's likely parent, whose tokens the append shares by comparing bytes. Kept in a
+    /// buffer of its own, so that an append is read into an empty buffer (no old bytes
+    /// moved, no buffer grown) and becomes the kept line by a swap.
+    kept: Option<(u64, Vec<u8>)>,
     /// Settled files ([`FileTail::records`]) stay open while followed: an append is read
     /// without opening the file again, and a parsed line is read again by offset.
     settles: bool,
@@ -128,6 +133,7 @@ impl FileTail {
             stamp: None,
             data: None,
             base: 0,
+            kept: None,
             settles: false,
             handle: None,
             cold: false,
@@ -153,26 +159,68 @@ impl FileTail {
         self.data.as_deref()
     }
 
-    /// The bytes at hand as a records read sees them: from their offset on, the file open
-    /// for the bytes before.
+    /// The bytes at hand as a records read sees them: from their offset on, the last complete
+    /// line before them kept aside, the file open for the other bytes before.
     pub(crate) fn view(&self) -> Option<RecordsBytes<'_>> {
         self.data.as_deref().map(|fresh| RecordsBytes {
             fresh,
             base: self.base as usize,
+            kept: self
+                .kept
+                .as_ref()
+                .map(|(at, bytes)| (*at as usize, bytes.as_slice())),
             file: self.handle.as_ref(),
         })
     }
 
-    /// Every line before offset `resume` is parsed: drop their bytes (a settled file only).
-    pub(crate) fn settle(&mut self, resume: u64) {
+    /// The last complete line kept aside by [`FileTail::settle`], if any.
+    pub fn kept_line(&self) -> Option<&[u8]> {
+        self.kept.as_ref().map(|(_, bytes)| bytes.as_slice())
+    }
+
+    /// Every line before offset `resume` is parsed: drop their bytes, but for the last
+    /// complete line when it starts at `keep_from` (a settled file only; see
+    /// [`LineCache::keep_from`](crate::store::read::LineCache::keep_from)).
+    pub(crate) fn settle(&mut self, keep_from: u64, resume: u64) {
         let Some(data) = self.data.as_mut().filter(|_| self.settles) else {
             return;
         };
-        let done = resume.saturating_sub(self.base).min(data.len() as u64) as usize;
-        data.drain(..done);
-        self.base += done as u64;
-        // The buffer goes back to the thread's spare (the next append is read into it, with
-        // no fresh pages to fault in); an unfinished line keeps a buffer of its own size.
+        let end = self.base + data.len() as u64;
+        let resume = resume.clamp(self.base, end);
+        let done = (resume - self.base) as usize;
+        if keep_from < self.base && keep_from < resume {
+            // The line kept before is still the last complete one (no line was completed).
+        } else if keep_from < resume {
+            let start = (keep_from - self.base) as usize;
+            let spare = self.kept.take().map(|(_, bytes)| bytes);
+            let line = if start == 0 {
+                // The bytes read are the new last line (and what follows it, unfinished):
+                // the buffer becomes the kept line, the old kept line's buffer takes the rest.
+                let mut rest = spare.unwrap_or_default();
+                rest.clear();
+                rest.extend_from_slice(&data[done..]);
+                data.truncate(done);
+                std::mem::replace(data, rest)
+            } else {
+                // Several lines read at once: the last one copied aside.
+                let mut line = spare.unwrap_or_default();
+                line.clear();
+                line.extend_from_slice(&data[start..done]);
+                data.drain(..done);
+                line
+            };
+            self.kept = Some((keep_from, line));
+        } else {
+            // No line kept (none complete, or too long to hold).
+            if let Some((_, bytes)) = self.kept.take() {
+                recycle(bytes);
+            }
+            data.drain(..done);
+        }
+        self.base = resume;
+        // An empty buffer goes back to the thread's spare (the next append, of whichever
+        // rollout, is read into it, with no fresh pages to fault in); an unfinished line keeps
+        // a buffer of its own size.
         if data.is_empty() {
             recycle(std::mem::take(data));
         } else if data.capacity() > (4 * data.len()).max(KEPT_CAPACITY) {
@@ -181,9 +229,10 @@ impl FileTail {
         }
     }
 
-    /// Memory the bytes hold (their buffer's capacity).
+    /// Memory the bytes hold (their buffers' capacity).
     pub fn held_bytes(&self) -> usize {
         self.data.as_ref().map_or(0, Vec::capacity)
+            + self.kept.as_ref().map_or(0, |(_, bytes)| bytes.capacity())
     }
 
     /// Why the file cannot be read, when it cannot.
@@ -195,6 +244,9 @@ impl FileTail {
     /// an unchanged file is still not opened, and a changed one is read whole again.
     pub(crate) fn forget(&mut self) {
         self.handle = None;
+        if let Some((_, bytes)) = self.kept.take() {
+            recycle(bytes);
+        }
         if let Some(data) = self.data.take() {
             recycle(data);
             self.base = 0;
@@ -279,6 +331,12 @@ impl FileTail {
             if data.capacity() == 0 && self.settles {
                 *data = spare_buffer();
             }
+            let wanted = usize::try_from(stamp.len - known).unwrap_or(usize::MAX);
+            if data.is_empty() && data.capacity() < wanted {
+                // A fresh allocation (a reallocation would copy the old capacity), with room
+                // for the next lines, which grow as a conversation does.
+                *data = Vec::with_capacity(wanted.saturating_add(wanted / 4));
+            }
             let read = read_more(file, stamp.len - known, data)? as u64;
             self.bytes_read += read;
             self.stamp = Some(stamp);
@@ -310,6 +368,9 @@ impl FileTail {
         if let Some(old) = self.data.replace(data) {
             recycle(old);
         }
+        if let Some((_, bytes)) = self.kept.take() {
+            recycle(bytes);
+        }
         self.base = 0;
         self.stamp = Some(stamp);
         Ok(if unchanged {
@@ -334,6 +395,7 @@ impl FileTail {
     /// Forget the version read: its bytes, handle and fingerprint; whether it had bytes.
     fn drop_version(&mut self) -> bool {
         self.base = 0;
+        self.kept = None;
         self.handle = None;
         self.continued = false;
         self.head = None;
@@ -456,17 +518,19 @@ mod tests {
         append(&path, b"two\n");
         assert_eq!(tail.reload(), Change::Reread);
         assert!(tail.continued(), "the same file, grown while cold");
-        tail.settle(8);
+        tail.settle(4, 8);
         assert_eq!(tail.bytes(), Some(&b""[..]), "parsed lines are not held");
+        assert_eq!(tail.kept_line(), Some(&b"two\n"[..]), "but the last");
         assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((8, 8)));
         append(&path, b"thr");
         assert_eq!(tail.refresh(), Change::Appended);
-        tail.settle(8);
+        tail.settle(4, 8);
         assert_eq!(
             tail.bytes(),
             Some(&b"thr"[..]),
             "an unfinished line is held"
         );
+        assert_eq!(tail.kept_line(), Some(&b"two\n"[..]), "still the last line");
         std::fs::write(&path, b"x\n").unwrap();
         assert_eq!(tail.refresh(), Change::Reread);
         assert!(!tail.continued(), "truncated");
@@ -497,7 +561,7 @@ mod tests {
         let (_dir, path) = file_with(b"one\ntwo\n");
         let mut tail = FileTail::records(path.clone());
         assert_eq!(tail.refresh(), Change::Reread);
-        tail.settle(8);
+        tail.settle(8, 8);
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         file.set_modified(SystemTime::UNIX_EPOCH).unwrap();
         assert_eq!(

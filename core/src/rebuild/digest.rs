@@ -65,6 +65,32 @@ fn digest_chunks(count: usize, chunks: &[&[u64]]) -> String {
     hex(&hasher.finalize())
 }
 
+/// Append `tokens` to `out` as the digest encodes them (8 bytes each, big-endian): a
+/// sequence kept encoded is hashed by [`digest_encoded`] with no encoding pass of its own.
+pub(crate) fn encode_onto(tokens: &[u64], out: &mut Vec<u8>) {
+    let at = out.len();
+    out.resize(at + tokens.len() * 8, 0);
+    encode(tokens, &mut out[at..]);
+}
+
+/// Digest of the tokens `encoded` holds ([`encode_onto`]'s bytes, a whole number of tokens):
+/// the same as [`digest`] of the tokens themselves.
+pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
+    debug_assert_eq!(encoded.len() % 8, 0, "whole tokens");
+    let count = encoded.len() / 8;
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + 1);
+    crate::work::count(|work| work.tokens_hashed += count as u64);
+    let mut hasher = Sha256::new();
+    hasher.update(DOMAIN);
+    if count > 0 {
+        hasher.update([DIGEST_VERSION]);
+        hasher.update((count as u64).to_be_bytes());
+        hasher.update(encoded);
+    }
+    hex(&hasher.finalize())
+}
+
 /// Chunks whose start is asked for ahead of their turn (see [`prefetch_start`]).
 const PREFETCH_AHEAD: usize = 2;
 
@@ -288,6 +314,28 @@ mod tests {
         manual.extend_from_slice(&7u64.to_be_bytes());
         manual.extend_from_slice(&u64::MAX.to_be_bytes());
         assert_eq!(digest(&[7, u64::MAX]), hex(&Sha256::digest(&manual)));
+    }
+
+    #[test]
+    fn a_sequence_kept_encoded_hashes_as_its_tokens() {
+        let tokens: Vec<u64> = (0..3000u64).map(|i| (i * 0x9e37_79b9) ^ (i << 40)).collect();
+        // Encoded in pieces of every remainder modulo the four-token step.
+        let mut encoded = Vec::new();
+        let mut at = 0;
+        for piece in (1..).cycle().take(200) {
+            let end = (at + piece).min(tokens.len());
+            encode_onto(&tokens[at..end], &mut encoded);
+            at = end;
+        }
+        encode_onto(&tokens[at..], &mut encoded);
+        assert_eq!(encoded.len(), tokens.len() * 8);
+        for n in [0, 1, 3, 4, 5, 1023, 1024, 1025, 3000] {
+            assert_eq!(
+                digest_encoded(&encoded[..n * 8]),
+                digest(&tokens[..n]),
+                "{n}"
+            );
+        }
     }
 
     #[test]

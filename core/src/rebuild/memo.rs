@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::digest::{digest, digest_many, digest_prefix, hex};
+use super::digest::{digest_encoded, digest_many, digest_prefix, encode_onto, hex};
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
 
@@ -31,10 +31,11 @@ pub struct DigestMemo {
     newest: Mutex<Option<Contiguous>>,
 }
 
-/// A sequence and a contiguous copy of its tokens.
+/// A sequence and a contiguous copy of its tokens, kept encoded as the digest hashes them
+/// (8 bytes a token, big-endian: [`encode_onto`]).
 struct Contiguous {
     seq: TokenSeq,
-    tokens: Vec<u64>,
+    encoded: Vec<u8>,
 }
 
 /// Opaque: a cache, whose contents say nothing about the build that used it (two equal
@@ -115,16 +116,19 @@ impl DigestMemo {
         match newest.as_mut() {
             Some(kept) if kept.seq.is_same(cumulative) => {}
             Some(kept) if cumulative.starts_with_same_arrays(&kept.seq) => {
-                cumulative.extend_after(kept.seq.len(), &mut kept.tokens);
+                let encoded = &mut kept.encoded;
+                encoded.reserve((cumulative.len() - kept.seq.len()) * 8);
+                cumulative.for_each_after(kept.seq.len(), |tokens| encode_onto(tokens, encoded));
                 kept.seq = cumulative.clone();
             }
             _ => {
-                let mut tokens = newest.take().map(|kept| kept.tokens).unwrap_or_default();
-                tokens.clear();
-                cumulative.extend_after(0, &mut tokens);
+                let mut encoded = newest.take().map(|kept| kept.encoded).unwrap_or_default();
+                encoded.clear();
+                encoded.reserve(cumulative.len() * 8);
+                cumulative.for_each_after(0, |tokens| encode_onto(tokens, &mut encoded));
                 *newest = Some(Contiguous {
                     seq: cumulative.clone(),
-                    tokens,
+                    encoded,
                 });
             }
         }
@@ -135,12 +139,12 @@ impl DigestMemo {
     fn digest_of(&self, sequence: &TokenSeq) -> String {
         let newest = self.newest();
         match newest.as_ref().filter(|kept| {
-            kept.tokens.len() >= sequence.len()
+            kept.encoded.len() >= sequence.len() * 8
                 && (kept.seq.is_same(sequence) || kept.seq.starts_with_same_arrays(sequence))
         }) {
             Some(kept) => {
                 crate::work::count(|work| work.tokens_hashed_contiguous += sequence.len() as u64);
-                digest(&kept.tokens[..sequence.len()])
+                digest_encoded(&kept.encoded[..sequence.len() * 8])
             }
             None => digest_prefix(sequence, sequence.len()),
         }
@@ -150,7 +154,7 @@ impl DigestMemo {
     pub fn held_bytes(&self) -> usize {
         self.newest()
             .as_ref()
-            .map_or(0, |kept| kept.tokens.capacity() * 8)
+            .map_or(0, |kept| kept.encoded.capacity())
     }
 
     /// The digest of `record`'s cumulative sequence `cumulative` (`record` is the first of

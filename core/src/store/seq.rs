@@ -286,12 +286,11 @@ impl TokenSeq {
         }
     }
 
-    /// Append the tokens after the first `start` to `out` (their 64 bits).
-    pub(crate) fn extend_after(&self, start: usize, out: &mut Vec<u64>) {
-        out.reserve(self.len().saturating_sub(start));
+    /// Hand the tokens past `start`, in order, to `each`, a run of one array at a time.
+    pub(crate) fn for_each_after(&self, start: usize, mut each: impl FnMut(&[u64])) {
         for node in self.nodes_after(start) {
             let begins = node.len - node.chunk.len();
-            out.extend_from_slice(&node.chunk[start.saturating_sub(begins)..]);
+            each(&node.chunk[start.saturating_sub(begins)..]);
         }
     }
 
@@ -499,11 +498,11 @@ mod tests {
     }
 
     #[test]
-    fn extend_after_appends_the_tokens_past_a_point_and_is_same_is_identity() {
+    fn for_each_after_hands_the_tokens_past_a_point_and_is_same_is_identity() {
         let s = seq(&[&[1, 2], &[3, 4, 5], &[6]]);
         for start in 0..8 {
             let mut out = vec![9];
-            s.extend_after(start, &mut out);
+            s.for_each_after(start, |tokens| out.extend_from_slice(tokens));
             let mut expected = vec![9];
             expected.extend_from_slice(&s.to_vec()[start.min(6)..]);
             assert_eq!(out, expected, "{start}");

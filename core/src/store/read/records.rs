@@ -25,6 +25,9 @@ pub(crate) struct RecordsBytes<'a> {
     pub fresh: &'a [u8],
     /// Offset of `fresh` in the file: the start of a line.
     pub base: usize,
+    /// A line before `base` at hand: its offset and bytes (the last complete line a followed
+    /// file keeps aside).
+    pub kept: Option<(usize, &'a [u8])>,
     /// The file, to read bytes before `base` again.
     pub file: Option<&'a File>,
 }
@@ -35,6 +38,7 @@ impl<'a> RecordsBytes<'a> {
         RecordsBytes {
             fresh: data,
             base: 0,
+            kept: None,
             file: None,
         }
     }
@@ -50,6 +54,12 @@ impl<'a> RecordsBytes<'a> {
             return Ok(Cow::Borrowed(
                 &self.fresh[start - self.base..end - self.base],
             ));
+        }
+        if let Some((at, kept)) = self.kept
+            && start >= at
+            && end <= at + kept.len()
+        {
+            return Ok(Cow::Borrowed(&kept[start - at..end - at]));
         }
         let file = self.file.ok_or_else(|| {
             std::io::Error::other("the line's bytes were dropped and the file is not open")

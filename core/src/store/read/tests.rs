@@ -239,6 +239,7 @@ fn read_followed(
     let view = RecordsBytes {
         fresh: &data[base..],
         base,
+        kept: None,
         file: Some(&file),
     };
     let mut issues = Vec::new();
