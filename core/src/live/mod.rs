@@ -75,6 +75,9 @@ pub struct LiveStore {
     unlistable: std::collections::BTreeSet<PathBuf>,
     /// What listing found to report (a directory unlistable, or listable again).
     listing_events: Vec<StoreEvent>,
+    /// Rollouts that changed since the digests were last hashed ahead
+    /// ([`LiveStore::hash_ahead`]).
+    changed: Vec<RolloutLocation>,
 }
 
 /// A directory time this recent may hide a later change in the same tick of a coarse clock.
@@ -110,6 +113,7 @@ impl LiveStore {
             last_listing: None,
             unlistable: Default::default(),
             listing_events: Vec::new(),
+            changed: Vec::new(),
         };
         store.reload_rows();
         store
@@ -206,7 +210,9 @@ impl LiveStore {
     /// [`FULL_LISTING`] whatever the times say (a state rewritten in place, not by rename).
     pub fn poll(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
         if !self.listing_holds() {
-            return self.rescan();
+            let changes = self.rescan();
+            self.hash_ahead();
+            return changes;
         }
         let growing: Vec<RolloutLocation> = self
             .rollouts
@@ -214,10 +220,12 @@ impl LiveStore {
             .filter(|(_, rollout)| rollout.may_grow())
             .map(|(location, _)| location.clone())
             .collect();
-        Ok(growing
+        let changes = growing
             .iter()
             .flat_map(|location| self.refresh(location))
-            .collect())
+            .collect();
+        self.hash_ahead();
+        Ok(changes)
     }
 
     /// Whether the last listing still holds: the directories' times are those seen then,
@@ -268,8 +276,30 @@ impl LiveStore {
                 events.push(StoreEvent::Detail(Box::new(analysis.clone())));
             }
             self.warm(location);
+            self.changed.push(location.clone());
         }
         events
+    }
+
+    /// Compute ahead the digests that the next appends to the rollouts changed since the
+    /// last call will ask for, those of the rollouts together (see
+    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)). The watcher calls it after a burst's
+    /// changes are sent, a poll after its refreshes; a frozen rollout gets no more calls and
+    /// is skipped.
+    pub fn hash_ahead(&mut self) {
+        let mut changed = std::mem::take(&mut self.changed);
+        // Each once (each memo's copy is locked while the digests are hashed).
+        changed.sort_unstable();
+        changed.dedup();
+        let memos: Vec<&crate::rebuild::memo::DigestMemo> = changed
+            .iter()
+            .filter_map(|location| self.rollouts.get(location))
+            .filter(|rollout| !rollout.frozen())
+            .map(|rollout| &*rollout.memo)
+            .collect();
+        if !memos.is_empty() {
+            crate::rebuild::memo::hash_ahead(&memos);
+        }
     }
 
     /// Whether `path` is one of the followed directories itself.

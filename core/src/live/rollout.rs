@@ -117,6 +117,11 @@ impl LiveRollout {
             + self.memo.held_bytes()
     }
 
+    /// Whether the state said frozen (or retired) when last read: no call will be appended.
+    pub(super) fn frozen(&self) -> bool {
+        self.frozen
+    }
+
     /// Whether a later write may append to it: not frozen (the writer appends to no file of
     /// a frozen rollout; its state is replaced by rename) and some file of it there.
     pub(super) fn may_grow(&self) -> bool {

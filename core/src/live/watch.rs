@@ -621,6 +621,9 @@ fn run(
                 if !ok {
                     return;
                 }
+                // The changes are on their way to the screen: now the digests the next
+                // appends will need, while their sequences are still in the caches.
+                store.hash_ahead();
             }
         }
     }

@@ -4,6 +4,8 @@
 //! empty sequence hashes the domain alone. A negative id cannot be encoded: the build checks
 //! for one where the reference digests ([`TokenSeq::first_negative`]) and fails as it does.
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 use super::lanes::{LANES, State, compress_many};
@@ -89,6 +91,110 @@ pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
         hasher.update(encoded);
     }
     hex(&hasher.finalize())
+}
+
+/// Digests of sequences kept encoded ([`encode_onto`]'s bytes, a whole number of tokens
+/// each), up to [`LANES`] hashed at once: what [`digest_encoded`] of each gives, in order.
+pub(crate) fn digest_many_encoded(bodies: &[&[u8]]) -> Vec<String> {
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + bodies.len());
+    let tokens: usize = bodies.iter().map(|body| body.len() / 8).sum();
+    crate::work::count(|work| work.tokens_hashed += tokens as u64);
+    let mut order: Vec<usize> = (0..bodies.len()).collect();
+    order.sort_by_key(|&i| bodies[i].len());
+    let mut out = vec![String::new(); bodies.len()];
+    for group in order.chunks(LANES) {
+        let messages: Vec<Vec<Cow<'_, [u8]>>> =
+            group.iter().map(|&i| encoded_blocks(bodies[i])).collect();
+        for (&i, digest) in group.iter().zip(hash_lanes(&messages)) {
+            out[i] = hex(&digest);
+        }
+    }
+    out
+}
+
+/// The SHA-256 message of a sequence kept encoded, as runs of whole blocks: the header with
+/// the body's first bytes, the body's whole blocks after them (in place, not copied), and
+/// the body's last bytes with the padding.
+fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
+    let mut head = DOMAIN.to_vec();
+    if !body.is_empty() {
+        head.push(DIGEST_VERSION);
+        head.extend_from_slice(&((body.len() / 8) as u64).to_be_bytes());
+    }
+    let len = (head.len() + body.len()) as u64;
+    let lead = ((64 - head.len() % 64) % 64).min(body.len());
+    head.extend_from_slice(&body[..lead]);
+    if head.len() % 64 != 0 {
+        // The body ends inside the first block: the padding follows it there.
+        pad(&mut head, len);
+        return vec![Cow::Owned(head)];
+    }
+    let whole = (body.len() - lead) / 64 * 64;
+    let mut tail = body[lead + whole..].to_vec();
+    pad(&mut tail, len);
+    let mut runs = vec![Cow::Owned(head)];
+    if whole > 0 {
+        runs.push(Cow::Borrowed(&body[lead..lead + whole]));
+    }
+    runs.push(Cow::Owned(tail));
+    runs
+}
+
+/// SHA-256's padding after a message of `len` bytes whose last bytes `out` holds: a one
+/// bit, zeros, the length in bits; whole blocks in all.
+fn pad(out: &mut Vec<u8>, len: u64) {
+    out.push(0x80);
+    while out.len() % 64 != 56 {
+        out.push(0);
+    }
+    out.extend_from_slice(&(len * 8).to_be_bytes());
+}
+
+/// Hash up to [`LANES`] messages given as runs of whole blocks, their rounds interleaved
+/// while more than one is left.
+fn hash_lanes(messages: &[Vec<Cow<'_, [u8]>>]) -> Vec<[u8; 32]> {
+    let lanes = messages.len();
+    debug_assert!(lanes <= LANES);
+    let mut states = vec![State::new(); lanes];
+    // Each lane's run and bytes of it hashed.
+    let mut at = vec![(0usize, 0usize); lanes];
+    let mut together = 0usize;
+    loop {
+        let active: Vec<usize> = (0..lanes)
+            .filter(|&lane| at[lane].0 < messages[lane].len())
+            .collect();
+        let Some(step) = active
+            .iter()
+            .map(|&lane| messages[lane][at[lane].0].len() - at[lane].1)
+            .min()
+        else {
+            break;
+        };
+        let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
+        let blocks: Vec<&[u8]> = active
+            .iter()
+            .map(|&lane| {
+                let (run, done) = at[lane];
+                &messages[lane][run][done..done + step]
+            })
+            .collect();
+        compress_many(&mut hashing, &blocks);
+        for (&lane, state) in active.iter().zip(hashing) {
+            states[lane] = state;
+            let (run, done) = &mut at[lane];
+            *done += step;
+            if *done == messages[lane][*run].len() {
+                *run += 1;
+                *done = 0;
+            }
+        }
+        if active.len() > 1 {
+            together += step * active.len();
+        }
+    }
+    crate::work::count(|work| work.tokens_hashed_together += (together / 8) as u64);
+    states.iter().map(State::bytes).collect()
 }
 
 /// Chunks whose start is asked for ahead of their turn (see [`prefetch_start`]).
@@ -260,12 +366,7 @@ impl<'a> Message<'a> {
                 self.at = 0;
             }
         }
-        // SHA-256's padding: a one bit, zeros, the length in bits; whole blocks in all.
-        out.push(0x80);
-        while out.len() % 64 != 56 {
-            out.push(0);
-        }
-        out.extend_from_slice(&(self.len * 8).to_be_bytes());
+        pad(out, self.len);
         true
     }
 }
@@ -318,7 +419,9 @@ mod tests {
 
     #[test]
     fn a_sequence_kept_encoded_hashes_as_its_tokens() {
-        let tokens: Vec<u64> = (0..3000u64).map(|i| (i * 0x9e37_79b9) ^ (i << 40)).collect();
+        let tokens: Vec<u64> = (0..3000u64)
+            .map(|i| (i * 0x9e37_79b9) ^ (i << 40))
+            .collect();
         // Encoded in pieces of every remainder modulo the four-token step.
         let mut encoded = Vec::new();
         let mut at = 0;
@@ -335,6 +438,46 @@ mod tests {
                 digest(&tokens[..n]),
                 "{n}"
             );
+        }
+    }
+
+    #[test]
+    fn encoded_sequences_at_once_are_each_its_own() {
+        // Lengths around the header's first block (40 bytes of body fill it) and the
+        // padding's (a body ending past 56 bytes of a block takes one more).
+        let lengths = [0usize, 1, 4, 5, 6, 7, 12, 13, 100, 1000, 4096, 5000, 9];
+        let sequences: Vec<Vec<u64>> = lengths
+            .iter()
+            .map(|&n| {
+                (0..n as u64)
+                    .map(|i| (i * 7919) ^ ((n as u64) << 32))
+                    .collect()
+            })
+            .collect();
+        let encoded: Vec<Vec<u8>> = sequences
+            .iter()
+            .map(|tokens| {
+                let mut out = Vec::new();
+                encode_onto(tokens, &mut out);
+                out
+            })
+            .collect();
+        for group in [1, 2, 3, 4, 5, 9, lengths.len()] {
+            let bodies: Vec<&[u8]> = encoded[..group].iter().map(Vec::as_slice).collect();
+            crate::work::take();
+            let digests = digest_many_encoded(&bodies);
+            let work = crate::work::take();
+            for (tokens, got) in sequences.iter().zip(&digests) {
+                assert_eq!(
+                    got,
+                    &digest(tokens),
+                    "{} tokens in a group of {group}",
+                    tokens.len()
+                );
+            }
+            if group > 1 {
+                assert!(work.tokens_hashed_together > 0, "a group of {group}");
+            }
         }
     }
 

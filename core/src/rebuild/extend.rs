@@ -98,7 +98,7 @@ fn place_appended(
     if record.prompt_is_delta {
         // Its own digest is checked first: copied now, it is hashed from one array.
         if let Some(memo) = memo {
-            memo.follow(&cumulative);
+            memo.follow(None, &cumulative);
         }
         // As materializing does: the delta's digest must hold, its ids be encodable.
         if cumulative.first_negative(cumulative.len()).is_some() {
@@ -145,7 +145,7 @@ fn place_appended(
     }
     // The next append's parent, most likely: its digest will be asked for then.
     if let Some(memo) = memo {
-        memo.follow(&cumulative);
+        memo.follow(Some(record), &cumulative);
     }
     make_room(out, at);
     out.nodes[parent].children.push(at);

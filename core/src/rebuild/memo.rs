@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::digest::{digest_encoded, digest_many, digest_prefix, encode_onto, hex};
+use super::digest::{
+    digest_encoded, digest_many, digest_many_encoded, digest_prefix, encode_onto, hex,
+};
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
 
@@ -36,6 +38,9 @@ pub struct DigestMemo {
 struct Contiguous {
     seq: TokenSeq,
     encoded: Vec<u8>,
+    /// The call whose cumulative sequence it is, when it was placed by an append: its digest
+    /// may be computed ahead of its child ([`hash_ahead`]).
+    call: Option<Arc<TokenRecord>>,
 }
 
 /// Opaque: a cache, whose contents say nothing about the build that used it (two equal
@@ -65,6 +70,45 @@ pub(crate) fn starts_with(memo: Option<&DigestMemo>, seq: &TokenSeq, prefix: &To
     match memo {
         Some(memo) => memo.starts_with(seq, prefix),
         None => seq.starts_with(prefix),
+    }
+}
+
+/// Compute ahead the digests the next appends' link checks will ask for: each memo's newest
+/// call's, not remembered yet, hashed from its contiguous copy, up to four at once
+/// ([`digest_many_encoded`]). The watcher calls it once a burst's changes are sent: the
+/// copies were just written (in the caches still, where an append's link check found them
+/// long evicted), the rollouts of one burst share the SHA rounds, and the hashing is off the
+/// path from a write to the screen. A call that gets no child costs one digest for nothing.
+pub fn hash_ahead(memos: &[&DigestMemo]) {
+    // Each memo once: its copy is locked while the digests are hashed.
+    let mut distinct: Vec<&DigestMemo> = Vec::with_capacity(memos.len());
+    for &memo in memos {
+        if !distinct.iter().any(|seen| std::ptr::eq(*seen, memo)) {
+            distinct.push(memo);
+        }
+    }
+    let guards: Vec<_> = distinct.iter().map(|memo| (memo, memo.newest())).collect();
+    let wanted: Vec<(&DigestMemo, &Arc<TokenRecord>, &Contiguous)> = guards
+        .iter()
+        .filter_map(|(memo, newest)| {
+            let kept = newest.as_ref()?;
+            let call = kept.call.as_ref()?;
+            let known = memo
+                .digests()
+                .get(&call.model_call_id)
+                .is_some_and(|entry| same_call(entry, call, &kept.seq));
+            (!known).then_some((**memo, call, kept))
+        })
+        .collect();
+    let bodies: Vec<&[u8]> = wanted
+        .iter()
+        .map(|(_, _, kept)| &kept.encoded[..kept.seq.len() * 8])
+        .collect();
+    crate::work::count(|work| {
+        work.tokens_hashed_contiguous += bodies.iter().map(|b| b.len() as u64 / 8).sum::<u64>()
+    });
+    for ((memo, call, kept), digest) in wanted.iter().zip(digest_many_encoded(&bodies)) {
+        memo.remember(call, &kept.seq, &digest);
     }
 }
 
@@ -111,7 +155,7 @@ impl DigestMemo {
     /// from one array (the hardware's prefetching starts anew at every array). The copy is
     /// extended by the new call's tokens alone when the sequence is built on the arrays of
     /// the one copied before (the parent's, most often); else copied whole.
-    pub(crate) fn follow(&self, cumulative: &TokenSeq) {
+    pub(crate) fn follow(&self, call: Option<&Arc<TokenRecord>>, cumulative: &TokenSeq) {
         let mut newest = self.newest();
         match newest.as_mut() {
             Some(kept) if kept.seq.is_same(cumulative) => {}
@@ -129,8 +173,12 @@ impl DigestMemo {
                 *newest = Some(Contiguous {
                     seq: cumulative.clone(),
                     encoded,
+                    call: None,
                 });
             }
+        }
+        if let Some(kept) = newest.as_mut() {
+            kept.call = call.cloned();
         }
     }
 
@@ -301,6 +349,56 @@ mod memo_tests {
     }
 
     #[test]
+    fn digests_hashed_ahead_are_those_the_next_link_checks_ask_for() {
+        use crate::rebuild::test_records::record;
+        // Three rollouts, each with a newest call placed by an append (and one copied
+        // without a call: nothing to hash ahead for it).
+        let memos: Vec<DigestMemo> = (0..4).map(|_| DigestMemo::default()).collect();
+        let calls: Vec<(Arc<TokenRecord>, TokenSeq)> = (0..3i64)
+            .map(|r| {
+                let prompt: Vec<i64> = (0..300 + 50 * r).collect();
+                let call = record(&format!("c{r}"), Some("p"), &prompt, &[7, 8, 9]);
+                let cumulative = call
+                    .prompt_token_ids
+                    .append_ids(call.generation_token_ids.clone(), false);
+                (call, cumulative)
+            })
+            .collect();
+        for (memo, (call, cumulative)) in memos.iter().zip(&calls) {
+            memo.follow(Some(call), cumulative);
+        }
+        memos[3].follow(None, &calls[0].1);
+        let all: Vec<&DigestMemo> = memos.iter().collect();
+        let expected_digests: Vec<String> = calls
+            .iter()
+            .map(|(_, cumulative)| digest_prefix(cumulative, cumulative.len()))
+            .collect();
+        crate::work::take();
+        hash_ahead(&all);
+        let work = crate::work::take();
+        let expected: usize = calls.iter().map(|(_, c)| c.len()).sum();
+        assert_eq!(work.tokens_hashed, expected as u64, "the three calls, once");
+        assert_eq!(work.tokens_hashed_contiguous, expected as u64);
+        assert!(work.tokens_hashed_together > 0, "hashed side by side");
+        // The link checks find them: nothing hashed, each its own digest.
+        for ((memo, (call, cumulative)), expected) in
+            memos.iter().zip(&calls).zip(&expected_digests)
+        {
+            assert_eq!(&memo.digest(call, cumulative), expected);
+        }
+        assert_eq!(crate::work::take().tokens_hashed, 0, "remembered");
+        // Nothing new: nothing hashed again.
+        hash_ahead(&all);
+        assert_eq!(crate::work::take().tokens_hashed, 0);
+        // A memo given twice is hashed for once (and not locked twice).
+        let (call, cumulative) = &calls[0];
+        let again = DigestMemo::default();
+        again.follow(Some(call), cumulative);
+        hash_ahead(&[&again, &again]);
+        assert_eq!(crate::work::take().tokens_hashed, cumulative.len() as u64);
+    }
+
+    #[test]
     fn the_newest_calls_sequence_is_hashed_from_its_contiguous_copy() {
         let ids = |from: u64, count: u64| -> Arc<[u64]> { (from..from + count).collect() };
         // A chain as appends build it: each prompt on its parent's arrays, then its own.
@@ -315,7 +413,7 @@ mod memo_tests {
         }
         let memo = DigestMemo::default();
         for (at, cumulative) in chain.iter().enumerate() {
-            memo.follow(cumulative);
+            memo.follow(None, cumulative);
             assert!(memo.held_bytes() >= cumulative.len() * 8);
             crate::work::take();
             // The newest, and an earlier one it is built on: both from the copy.
@@ -332,7 +430,7 @@ mod memo_tests {
         assert_eq!(memo.digest_of(&other), digest_prefix(&other, other.len()));
         assert_eq!(crate::work::take().tokens_hashed_contiguous, 0);
         // A sequence on other arrays is copied whole, then hashed from that copy.
-        memo.follow(&other);
+        memo.follow(None, &other);
         crate::work::take();
         assert_eq!(memo.digest_of(&other), digest_prefix(&other, other.len()));
         assert_eq!(
