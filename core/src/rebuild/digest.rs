@@ -125,7 +125,7 @@ fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
     let len = (head.len() + body.len()) as u64;
     let lead = ((64 - head.len() % 64) % 64).min(body.len());
     head.extend_from_slice(&body[..lead]);
-    if head.len() % 64 != 0 {
+    if !head.len().is_multiple_of(64) {
         // The body ends inside the first block: the padding follows it there.
         pad(&mut head, len);
         return vec![Cow::Owned(head)];
