@@ -58,9 +58,12 @@ fn answer(request: Request, store: &mut LiveStore, sender: &Sender<StoreEvent>) 
 pub struct WatchOptions {
     /// Events or polling.
     pub mode: WatchMode,
-    /// After the first event of a burst, wait this long for more before rebuilding (25 ms
-    /// by default: a quarter of a store frame, so unseen; each wake-up of the watcher
-    /// costs, and a burst's changes to one rollout cost one rebuild).
+    /// After the first event of a burst, wait this long for more before rebuilding (50 ms
+    /// by default: half a store frame. Each wake-up of the watcher costs, a burst's changes
+    /// to one rollout cost one rebuild, and the rollouts of one burst have their digests
+    /// hashed together: at 200 appends a second, 25 ms took 1.12 reads an append and
+    /// hashed 82% of the digests beside another, 50 ms 1.06 and 97%, 8% less CPU for
+    /// 13 ms more from a write to the screen, p50 86 ms).
     pub coalesce: Duration,
     /// How rollouts are judged.
     pub verdict: VerdictOptions,
@@ -77,7 +80,7 @@ impl Default for WatchOptions {
     fn default() -> Self {
         WatchOptions {
             mode: WatchMode::Events,
-            coalesce: Duration::from_millis(25),
+            coalesce: Duration::from_millis(50),
             verdict: VerdictOptions::default(),
             rows: Vec::new(),
             store_rows: Vec::new(),
