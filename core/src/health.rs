@@ -91,15 +91,37 @@ impl Health {
         } else {
             &empty
         };
-        // Per second, the old count out and the new one in, as remove then add do.
-        for (&second, &n) in before {
-            if after.get(&second) != Some(&n) {
-                self.count_second(second, n, -1);
-            }
-        }
-        for (&second, &n) in after {
-            if before.get(&second) != Some(&n) {
-                self.count_second(second, n, 1);
+        // Per second, the old count out and the new one in, as remove then add do: both
+        // maps walked side by side in order (an append changes a second or two of a
+        // rollout's dozens; looking each up in the other map was most of an update).
+        let (mut old, mut new) = (before.iter().peekable(), after.iter().peekable());
+        loop {
+            match (old.peek(), new.peek()) {
+                (Some(&(&a, &n)), Some(&(&b, _))) if a < b => {
+                    self.count_second(a, n, -1);
+                    old.next();
+                }
+                (Some(&(&a, _)), Some(&(&b, &m))) if b < a => {
+                    self.count_second(b, m, 1);
+                    new.next();
+                }
+                (Some(&(&second, &n)), Some(&(_, &m))) => {
+                    if n != m {
+                        self.count_second(second, n, -1);
+                        self.count_second(second, m, 1);
+                    }
+                    old.next();
+                    new.next();
+                }
+                (Some(&(&a, &n)), None) => {
+                    self.count_second(a, n, -1);
+                    old.next();
+                }
+                (None, Some(&(&b, &m))) => {
+                    self.count_second(b, m, 1);
+                    new.next();
+                }
+                (None, None) => break,
             }
         }
     }

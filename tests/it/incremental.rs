@@ -422,6 +422,8 @@ fn appends_work(calls: usize, delta: bool) -> Vec<(work::Work, usize)> {
         chain.writer.append(ROLLOUT, &call).unwrap();
         work::take();
         let live = detail(chain.store.poll().unwrap()).expect("changed");
+        // As the watcher does once the poll's changes are sent.
+        chain.store.hash_ahead();
         out.push((work::take(), own_cumulative));
         assert!(!live.mask_sample, "{:?}", live.reasons);
     }

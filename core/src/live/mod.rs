@@ -76,8 +76,9 @@ pub struct LiveStore {
     /// What listing found to report (a directory unlistable, or listable again).
     listing_events: Vec<StoreEvent>,
     /// Rollouts that changed since the digests were last hashed ahead
-    /// ([`LiveStore::hash_ahead`]).
-    changed: Vec<RolloutLocation>,
+    /// ([`LiveStore::hash_ahead`]; a set: a store nobody hashes ahead for keeps one entry a
+    /// rollout, not one an append).
+    changed: std::collections::BTreeSet<RolloutLocation>,
 }
 
 /// A directory time this recent may hide a later change in the same tick of a coarse clock.
@@ -113,7 +114,7 @@ impl LiveStore {
             last_listing: None,
             unlistable: Default::default(),
             listing_events: Vec::new(),
-            changed: Vec::new(),
+            changed: Default::default(),
         };
         store.reload_rows();
         store
@@ -210,9 +211,7 @@ impl LiveStore {
     /// [`FULL_LISTING`] whatever the times say (a state rewritten in place, not by rename).
     pub fn poll(&mut self) -> Result<Vec<StoreEvent>, StoreDirError> {
         if !self.listing_holds() {
-            let changes = self.rescan();
-            self.hash_ahead();
-            return changes;
+            return self.rescan();
         }
         let growing: Vec<RolloutLocation> = self
             .rollouts
@@ -220,12 +219,10 @@ impl LiveStore {
             .filter(|(_, rollout)| rollout.may_grow())
             .map(|(location, _)| location.clone())
             .collect();
-        let changes = growing
+        Ok(growing
             .iter()
             .flat_map(|location| self.refresh(location))
-            .collect();
-        self.hash_ahead();
-        Ok(changes)
+            .collect())
     }
 
     /// Whether the last listing still holds: the directories' times are those seen then,
@@ -276,21 +273,19 @@ impl LiveStore {
                 events.push(StoreEvent::Detail(Box::new(analysis.clone())));
             }
             self.warm(location);
-            self.changed.push(location.clone());
+            if !self.changed.contains(location) {
+                self.changed.insert(location.clone());
+            }
         }
         events
     }
 
     /// Compute ahead the digests that the next appends to the rollouts changed since the
     /// last call will ask for, those of the rollouts together (see
-    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)). The watcher calls it after a burst's
-    /// changes are sent, a poll after its refreshes; a frozen rollout gets no more calls and
-    /// is skipped.
+    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)). The watcher calls it once a burst's
+    /// or a poll's changes are sent; a frozen rollout gets no more calls and is skipped.
     pub fn hash_ahead(&mut self) {
-        let mut changed = std::mem::take(&mut self.changed);
-        // Each once (each memo's copy is locked while the digests are hashed).
-        changed.sort_unstable();
-        changed.dedup();
+        let changed = std::mem::take(&mut self.changed);
         let memos: Vec<&crate::rebuild::memo::DigestMemo> = changed
             .iter()
             .filter_map(|location| self.rollouts.get(location))

@@ -105,9 +105,9 @@ impl LiveRollout {
         (rollout, analysis)
     }
 
-    /// Memory held for the next read: the small files' bytes, the records file's unfinished
-    /// last line, (an estimate) the parsed records, and the contiguous copy of the newest
-    /// call's sequence (0 once cooled).
+    /// Memory held for the next read: the small files' bytes, the records file's last
+    /// complete line and an unfinished one after it, (an estimate) the parsed records, and the
+    /// contiguous copy of the newest call's sequence (0 once cooled).
     pub fn resident_bytes(&self) -> usize {
         [&self.state, &self.intents, &self.records, &self.sentinel]
             .iter()

@@ -1,7 +1,8 @@
 //! Incremental reading of one file: only new bytes of a growing file are read; truncation,
 //! replacement (a new inode) and deletion are detected and answered with a full re-read.
-//! A records file is followed without holding its bytes: once its lines are parsed, only an
-//! unfinished last line is kept, and the file stays open to read a line again by offset.
+//! A records file is followed without holding its bytes: once its lines are parsed, only its
+//! last complete line (the next append's likely parent) and an unfinished line after it are
+//! kept, and the file stays open to read a line again by offset.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -79,8 +80,23 @@ fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
         .is_some_and(|(before, now)| before.identity == now.identity && now.len >= before.len)
 }
 
+/// The most bytes one read of a followed file takes in (as `read_more` caps it).
+const MAX_READ: usize = 1 << 30;
+
 /// Capacity a settled file's buffer may keep beyond four times its unfinished line.
 const KEPT_CAPACITY: usize = 64 << 10;
+
+/// `bytes` in a buffer of about their size: one far larger than they need (a spare buffer
+/// that held a whole file, say) goes back to the thread's spare and they are copied out.
+fn fitted(bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.capacity() > (4 * bytes.len()).max(KEPT_CAPACITY) {
+        let copy = bytes.clone();
+        recycle(bytes);
+        copy
+    } else {
+        bytes
+    }
+}
 
 /// A file followed by offset.
 #[derive(Debug)]
@@ -188,8 +204,11 @@ impl FileTail {
         let end = self.base + data.len() as u64;
         let resume = resume.clamp(self.base, end);
         let done = (resume - self.base) as usize;
-        if keep_from < self.base && keep_from < resume {
-            // The line kept before is still the last complete one (no line was completed).
+        if keep_from < self.base {
+            // The line kept before is still the last complete one (no line was completed,
+            // so nothing was parsed past `base`).
+            debug_assert_eq!(done, 0, "a completed line would be the last one");
+            data.drain(..done);
         } else if keep_from < resume {
             let start = (keep_from - self.base) as usize;
             let spare = self.kept.take().map(|(_, bytes)| bytes);
@@ -209,7 +228,7 @@ impl FileTail {
                 data.drain(..done);
                 line
             };
-            self.kept = Some((keep_from, line));
+            self.kept = Some((keep_from, fitted(line)));
         } else {
             // No line kept (none complete, or too long to hold).
             if let Some((_, bytes)) = self.kept.take() {
@@ -223,9 +242,8 @@ impl FileTail {
         // a buffer of its own size.
         if data.is_empty() {
             recycle(std::mem::take(data));
-        } else if data.capacity() > (4 * data.len()).max(KEPT_CAPACITY) {
-            let rest = data.clone();
-            recycle(std::mem::replace(data, rest));
+        } else {
+            *data = fitted(std::mem::take(data));
         }
     }
 
@@ -331,11 +349,15 @@ impl FileTail {
             if data.capacity() == 0 && self.settles {
                 *data = spare_buffer();
             }
-            let wanted = usize::try_from(stamp.len - known).unwrap_or(usize::MAX);
+            let wanted = usize::try_from(stamp.len - known)
+                .unwrap_or(usize::MAX)
+                .min(MAX_READ);
             if data.is_empty() && data.capacity() < wanted {
                 // A fresh allocation (a reallocation would copy the old capacity), with room
                 // for the next lines, which grow as a conversation does.
-                *data = Vec::with_capacity(wanted.saturating_add(wanted / 4));
+                recycle(std::mem::take(data));
+                data.try_reserve_exact(wanted.saturating_add(wanted / 4).min(MAX_READ))
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
             }
             let read = read_more(file, stamp.len - known, data)? as u64;
             self.bytes_read += read;
@@ -395,7 +417,9 @@ impl FileTail {
     /// Forget the version read: its bytes, handle and fingerprint; whether it had bytes.
     fn drop_version(&mut self) -> bool {
         self.base = 0;
-        self.kept = None;
+        if let Some((_, bytes)) = self.kept.take() {
+            recycle(bytes);
+        }
         self.handle = None;
         self.continued = false;
         self.head = None;
@@ -539,6 +563,44 @@ mod tests {
         std::fs::rename(&other, &path).unwrap();
         assert_eq!(tail.refresh(), Change::Reread);
         assert!(!tail.continued(), "replaced");
+    }
+
+    #[test]
+    fn the_last_complete_line_is_kept_aside_and_swapped_with_each_append() {
+        let (_dir, path) = file_with(b"one\ntwo\n");
+        let mut tail = FileTail::records(path.clone());
+        assert_eq!(tail.refresh(), Change::Reread);
+        // Several lines read at once: the last one copied aside.
+        tail.settle(4, 8);
+        assert_eq!(tail.kept_line(), Some(&b"two\n"[..]));
+        assert_eq!(tail.bytes(), Some(&b""[..]));
+        // A line and the start of the next appended: the line is kept, the rest held.
+        append(&path, b"three\nfo");
+        assert_eq!(tail.refresh(), Change::Appended);
+        let view = tail.view().unwrap();
+        assert_eq!((view.base, view.fresh), (8, &b"three\nfo"[..]));
+        assert_eq!(view.kept, Some((4, &b"two\n"[..])), "the parent at hand");
+        tail.settle(8, 14);
+        assert_eq!(tail.kept_line(), Some(&b"three\n"[..]));
+        assert_eq!(tail.bytes(), Some(&b"fo"[..]));
+        // The held start completed: the buffer read into becomes the kept line.
+        append(&path, b"ur\n");
+        assert_eq!(tail.refresh(), Change::Appended);
+        assert_eq!(tail.view().unwrap().kept, Some((8, &b"three\n"[..])));
+        tail.settle(14, 19);
+        assert_eq!(tail.kept_line(), Some(&b"four\n"[..]));
+        assert_eq!(tail.bytes(), Some(&b""[..]));
+        // A last line too long to keep: none is (not the one before it either).
+        append(&path, b"five\n");
+        assert_eq!(tail.refresh(), Change::Appended);
+        tail.settle(24, 24);
+        assert_eq!(tail.kept_line(), None);
+        assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((24, 24)));
+        // Replaced: nothing kept of the old file.
+        std::fs::write(&path, b"x\n").unwrap();
+        assert_eq!(tail.refresh(), Change::Reread);
+        assert_eq!(tail.kept_line(), None);
+        assert_eq!(tail.bytes(), Some(&b"x\n"[..]));
     }
 
     #[test]

@@ -327,7 +327,10 @@ fn send_poll(sender: &Sender<StoreEvent>, store: &mut LiveStore, give_back: &mut
     if matches!(&polled, Ok(changes) if !changes.is_empty()) {
         give_back.worked();
     }
-    send_all(sender, polled)
+    let sent = send_all(sender, polled);
+    // The changes are on their way to the screen: now the next appends' digests.
+    store.hash_ahead();
+    sent
 }
 
 /// Whether `event` may end a directory's watch: the directory itself removed or renamed

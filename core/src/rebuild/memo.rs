@@ -92,7 +92,12 @@ pub fn hash_ahead(memos: &[&DigestMemo]) {
         .iter()
         .filter_map(|(memo, newest)| {
             let kept = newest.as_ref()?;
-            let call = kept.call.as_ref()?;
+            // A child's link check asks for its parent's digest only when the parent
+            // recorded one.
+            let call = kept
+                .call
+                .as_ref()
+                .filter(|call| call.digest.as_deref().is_some_and(|d| !d.is_empty()))?;
             let known = memo
                 .digests()
                 .get(&call.model_call_id)
@@ -351,23 +356,39 @@ mod memo_tests {
     #[test]
     fn digests_hashed_ahead_are_those_the_next_link_checks_ask_for() {
         use crate::rebuild::test_records::record;
-        // Three rollouts, each with a newest call placed by an append (and one copied
-        // without a call: nothing to hash ahead for it).
-        let memos: Vec<DigestMemo> = (0..4).map(|_| DigestMemo::default()).collect();
+        // A call as the writer records it: with its cumulative sequence's length and digest.
+        let recorded = |id: &str, prompt: &[i64], generation: &[i64]| {
+            let tokens: Vec<u64> = prompt.iter().chain(generation).map(|&t| t as u64).collect();
+            let line = format!(
+                r#"{{"cum_len":{},"digest":"{}","generation_log_probs":{:?},"generation_token_ids":{generation:?},"model_call_id":"{id}","parent_call_id":"p","parent_resolution":"resolved","prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#,
+                tokens.len(),
+                crate::rebuild::digest::digest(&tokens),
+                vec![-0.5; generation.len()],
+            );
+            Arc::new(TokenRecord::parse(line.as_bytes()).expect("a valid record"))
+        };
+        let cumulative_of = |call: &TokenRecord| {
+            call.prompt_token_ids
+                .append_ids(call.generation_token_ids.clone(), false)
+        };
+        // Three rollouts, each with a newest call placed by an append; one more whose newest
+        // call recorded no digest (no link check asks for it) and one copied without a call:
+        // nothing to hash ahead for either.
+        let memos: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
         let calls: Vec<(Arc<TokenRecord>, TokenSeq)> = (0..3i64)
             .map(|r| {
                 let prompt: Vec<i64> = (0..300 + 50 * r).collect();
-                let call = record(&format!("c{r}"), Some("p"), &prompt, &[7, 8, 9]);
-                let cumulative = call
-                    .prompt_token_ids
-                    .append_ids(call.generation_token_ids.clone(), false);
+                let call = recorded(&format!("c{r}"), &prompt, &[7, 8, 9]);
+                let cumulative = cumulative_of(&call);
                 (call, cumulative)
             })
             .collect();
         for (memo, (call, cumulative)) in memos.iter().zip(&calls) {
             memo.follow(Some(call), cumulative);
         }
-        memos[3].follow(None, &calls[0].1);
+        let unrecorded = record("u", Some("p"), &[1, 2, 3], &[4]);
+        memos[3].follow(Some(&unrecorded), &cumulative_of(&unrecorded));
+        memos[4].follow(None, &calls[0].1);
         let all: Vec<&DigestMemo> = memos.iter().collect();
         let expected_digests: Vec<String> = calls
             .iter()
@@ -380,6 +401,7 @@ mod memo_tests {
         assert_eq!(work.tokens_hashed, expected as u64, "the three calls, once");
         assert_eq!(work.tokens_hashed_contiguous, expected as u64);
         assert!(work.tokens_hashed_together > 0, "hashed side by side");
+        assert!(work.tokens_hashed_together <= work.tokens_hashed);
         // The link checks find them: nothing hashed, each its own digest.
         for ((memo, (call, cumulative)), expected) in
             memos.iter().zip(&calls).zip(&expected_digests)
