@@ -234,6 +234,8 @@ impl LiveRollout {
             let records = std::mem::take(&mut last.capture.records);
             let lines = std::mem::take(&mut last.capture.record_lines);
             self.cache.lend(records, lines);
+            self.cache
+                .lend_intents(std::mem::take(&mut last.capture.intents));
         }
         let capture = capture_from(&self.location, bytes, &mut self.cache);
         self.frozen = capture.state.frozen || capture.state.retired;

@@ -358,7 +358,7 @@ pub(crate) fn capture_from(
 
     let mut intents = Vec::new();
     if let Some(bytes) = intents_bytes {
-        match decode_lines(bytes) {
+        match cache.intents(bytes) {
             Ok(lines) => intents = lines,
             Err(line) => issues.push(ReadIssue {
                 kind: IssueKind::BadIntents,
@@ -408,12 +408,24 @@ fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 }
 
 /// Lines split like Python's `bytes.splitlines()`, stripped, empty ones dropped, as UTF-8.
+#[cfg(test)]
 fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
     let mut out = Vec::new();
-    let mut offset = 0;
-    for (index, raw) in bytes.split(|b| *b == b'\n' || *b == b'\r').enumerate() {
+    decode_lines_into(bytes, 0, 0, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_lines`] of bytes found at `offset` in their file, after `segments` pieces split
+/// off before them: their lines appended to `out`.
+pub(super) fn decode_lines_into(
+    bytes: &[u8],
+    mut offset: usize,
+    segments: usize,
+    out: &mut Vec<String>,
+) -> Result<(), LinePos> {
+    for (index, raw) in bytes.split(|b| is_line_break(*b)).enumerate() {
         let at = LinePos {
-            line: index + 1,
+            line: segments + index + 1,
             offset: offset as u64,
         };
         offset += raw.len() + 1;
@@ -423,7 +435,12 @@ fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
         }
         out.push(std::str::from_utf8(line).map_err(|_| at)?.to_owned());
     }
-    Ok(out)
+    Ok(())
+}
+
+/// What splits an intents file's lines (as Python's `splitlines` of ids does).
+pub(super) fn is_line_break(byte: u8) -> bool {
+    byte == b'\n' || byte == b'\r'
 }
 
 #[cfg(test)]

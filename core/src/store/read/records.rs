@@ -142,6 +142,21 @@ pub(crate) struct LineCache {
     lent: Option<(Vec<Arc<TokenRecord>>, Vec<LinePos>)>,
     /// Leading records the last read has in common with those lent (the same ones).
     carried: usize,
+    /// What the last read decoded of the intents file (see [`LineCache::intents`]).
+    intents_known: Option<KnownIntents>,
+    /// The last read's intents, lent back by the caller ([`LineCache::lend_intents`]).
+    lent_intents: Option<Vec<String>>,
+}
+
+/// The intents decoded by a read, up to the last line break it saw.
+#[derive(Clone, Debug)]
+struct KnownIntents {
+    /// The file's bytes up to that break (a copy: a few bytes a call).
+    bytes: Vec<u8>,
+    /// The lines in them.
+    lines: usize,
+    /// The pieces they split into (line numbers go on from there).
+    segments: usize,
 }
 
 /// What a read of a kept cache gathered cleanly (see [`LineCache::lend`]).
@@ -186,6 +201,55 @@ impl LineCache {
         if self.keep {
             self.lent = Some((records, lines));
         }
+    }
+
+    /// Hand back the intents the last read of this cache gave: the next read decodes only
+    /// the lines after those it had decoded whole, when the file only grew.
+    pub(crate) fn lend_intents(&mut self, intents: Vec<String>) {
+        if self.keep {
+            self.lent_intents = Some(intents);
+        }
+    }
+
+    /// The intents file's lines ([`decode_lines`](super::decode_lines) of `bytes`). A kept
+    /// cache whose last read's intents were lent back decodes only the bytes after the last
+    /// line break it saw, when `bytes` start with the ones it decoded (the file grew): an
+    /// append of a call costs its own intent, not one allocation per call of the rollout.
+    pub(crate) fn intents(&mut self, bytes: &[u8]) -> Result<Vec<String>, LinePos> {
+        let lent = self.lent_intents.take();
+        let known = self.intents_known.take();
+        let (mut lines, mut seen, from, segments) = match (known, lent) {
+            (Some(known), Some(mut lines))
+                if bytes.starts_with(&known.bytes) && lines.len() >= known.lines =>
+            {
+                lines.truncate(known.lines);
+                let from = known.bytes.len();
+                (lines, known.bytes, from, known.segments)
+            }
+            _ => (Vec::new(), Vec::new(), 0, 0),
+        };
+        super::decode_lines_into(&bytes[from..], from, segments, &mut lines)?;
+        if self.keep {
+            // Known from now on: the bytes up to the last line break, and their lines (a last
+            // line without its break is decoded again next time).
+            let through = bytes
+                .iter()
+                .rposition(|b| super::is_line_break(*b))
+                .map_or(0, |at| at + 1)
+                .max(from);
+            let partial = !strip(&bytes[through..]).is_empty();
+            let breaks = bytes[from..through]
+                .iter()
+                .filter(|b| super::is_line_break(**b))
+                .count();
+            seen.extend_from_slice(&bytes[from..through]);
+            self.intents_known = Some(KnownIntents {
+                bytes: seen,
+                lines: lines.len() - usize::from(partial),
+                segments: segments + breaks,
+            });
+        }
+        Ok(lines)
     }
 
     /// Leading records the last read has in common with those lent: the ones carried over
@@ -601,12 +665,22 @@ fn parse_new_lines(
     limit: usize,
 ) {
     let all_lines = split_lines(newlines, 0, view.len());
-    let Some(first_new) = all_lines
+    // The lines parsed are the file's first ones: a read parses every line after the first it
+    // has not, and only a last line read without its newline is forgotten. So the new lines
+    // are found from the end (one or two lookups an append, not one a line).
+    let first_new = all_lines
         .iter()
-        .position(|key| !cache.lines.contains_key(key))
-    else {
+        .rposition(|key| cache.lines.contains_key(key))
+        .map_or(0, |last| last + 1);
+    debug_assert!(
+        all_lines[..first_new]
+            .iter()
+            .all(|key| cache.lines.contains_key(key)),
+        "the parsed lines are a prefix of the file's"
+    );
+    if first_new == all_lines.len() {
         return;
-    };
+    }
     let new_lines = &all_lines[first_new..];
     let mut wanted = HashSet::new();
     let mut parents: Vec<(Arc<TokenRecord>, Cow<'_, [u8]>, ArraySpans)> = Vec::new();

@@ -424,3 +424,63 @@ fn open_intents_are_the_intents_no_record_has_in_any_order() {
         assert_eq!(capture.open_intents(), expected, "case {case}: {intents:?}");
     }
 }
+
+/// Intents decoded by a kept cache as a file grows (the last read's lines lent back each
+/// time) are those of decoding the whole file, through partial lines, every kind of line
+/// break, blank lines, a bad line and a file written anew.
+#[test]
+fn intents_decoded_as_the_file_grows_are_those_of_the_whole_file() {
+    let pieces: [&[u8]; 14] = [
+        b"c0\n",
+        b"c1",
+        b"\n",
+        b"c2\r\n",
+        b"  c3  \n",
+        b"\n\n",
+        b"c4\r",
+        b"c5",
+        b"x",
+        b"\r\nc6\n",
+        b" ",
+        b"\n",
+        b"c7\nc8\nc9\n",
+        b"\xff\n",
+    ];
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for round in 0..200 {
+        let mut cache = LineCache::kept();
+        let mut file: Vec<u8> = Vec::new();
+        let mut last: Option<Vec<String>> = None;
+        for step in 0..12 {
+            match next() % 10 {
+                // Written anew, shorter or other.
+                0 if round % 3 == 0 => file = b"n0\n".to_vec(),
+                _ => {
+                    let piece = pieces[(next() % pieces.len() as u64) as usize];
+                    // The bad line only now and then.
+                    if piece != b"\xff\n" || round % 5 == 0 {
+                        file.extend_from_slice(piece);
+                    }
+                }
+            }
+            if let Some(lines) = last.take() {
+                cache.lend_intents(lines);
+            }
+            let got = cache.intents(&file);
+            let want = decode_lines(&file);
+            assert_eq!(
+                got,
+                want,
+                "round {round}, step {step}: {:?}",
+                String::from_utf8_lossy(&file)
+            );
+            last = got.ok();
+        }
+    }
+}
