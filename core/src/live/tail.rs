@@ -343,7 +343,9 @@ impl FileTail {
         let same_file =
             self.data.is_some() && self.stamp.is_some_and(|s| s.identity == stamp.identity);
         self.error = None;
-        if same_file && self.append_only && stamp.len > known {
+        // Grown, and still the version read (its first bytes unchanged: a file truncated and
+        // written again longer between two looks is not an append).
+        if same_file && self.append_only && stamp.len > known && self.head_holds(file)? {
             file.seek(SeekFrom::Start(known))?;
             let data = self.data.get_or_insert_with(Vec::new);
             if data.capacity() == 0 && self.settles {
@@ -601,6 +603,31 @@ mod tests {
         assert_eq!(tail.refresh(), Change::Reread);
         assert_eq!(tail.kept_line(), None);
         assert_eq!(tail.bytes(), Some(&b"x\n"[..]));
+    }
+
+    #[test]
+    fn a_file_rewritten_longer_between_two_looks_is_read_whole() {
+        let (_dir, path) = file_with(b"{\"id\":\"first\"}\n");
+        for settles in [false, true] {
+            std::fs::write(&path, b"{\"id\":\"first\"}\n").unwrap();
+            let mut tail = if settles {
+                FileTail::records(path.clone())
+            } else {
+                FileTail::new(path.clone(), true)
+            };
+            assert_eq!(tail.refresh(), Change::Reread);
+            if settles {
+                tail.settle(0, 15);
+            }
+            // Truncated and written again (the same inode), longer, before the next look.
+            std::fs::write(&path, b"{\"id\":\"second\"}\n{\"id\":\"third\"}\n").unwrap();
+            assert_eq!(tail.refresh(), Change::Reread, "settles: {settles}");
+            assert!(!tail.continued());
+            assert_eq!(
+                tail.bytes(),
+                Some(&b"{\"id\":\"second\"}\n{\"id\":\"third\"}\n"[..])
+            );
+        }
     }
 
     #[test]

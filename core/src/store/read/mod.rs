@@ -6,6 +6,7 @@
 //! It also keeps everything the freeze would throw away — records after a refused line, the
 //! position of every bad line — so a corrupt rollout can still be triaged.
 
+mod intents;
 mod records;
 
 use std::collections::HashSet;
@@ -17,8 +18,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::layout::{FileKind, RolloutLocation};
 use super::record::TokenRecord;
 use super::state::RolloutState;
+use records::parse_records;
 pub(crate) use records::{LineCache, RecordsBytes};
-use records::{parse_records, strip};
 
 /// Where a record line sits in its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,6 +404,21 @@ pub(crate) fn capture_from(
     }
 }
 
+/// Python's `bytes.strip()` whitespace.
+pub(super) fn is_py_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+pub(super) fn strip(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !is_py_space(*b));
+    let Some(start) = start else { return &[] };
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_py_space(*b))
+        .map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
 fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     super::open::read_regular(path)
 }
@@ -411,36 +427,8 @@ fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 #[cfg(test)]
 fn decode_lines(bytes: &[u8]) -> Result<Vec<String>, LinePos> {
     let mut out = Vec::new();
-    decode_lines_into(bytes, 0, 0, &mut out)?;
+    intents::decode_lines_into(bytes, 0, 0, &mut out)?;
     Ok(out)
-}
-
-/// [`decode_lines`] of bytes found at `offset` in their file, after `segments` pieces split
-/// off before them: their lines appended to `out`.
-pub(super) fn decode_lines_into(
-    bytes: &[u8],
-    mut offset: usize,
-    segments: usize,
-    out: &mut Vec<String>,
-) -> Result<(), LinePos> {
-    for (index, raw) in bytes.split(|b| is_line_break(*b)).enumerate() {
-        let at = LinePos {
-            line: segments + index + 1,
-            offset: offset as u64,
-        };
-        offset += raw.len() + 1;
-        let line = strip(raw);
-        if line.is_empty() {
-            continue;
-        }
-        out.push(std::str::from_utf8(line).map_err(|_| at)?.to_owned());
-    }
-    Ok(())
-}
-
-/// What splits an intents file's lines (as Python's `splitlines` of ids does).
-pub(super) fn is_line_break(byte: u8) -> bool {
-    byte == b'\n' || byte == b'\r'
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::{IssueKind, LinePos, ReadIssue};
+use super::intents::IntentsCache;
+use super::{IssueKind, LinePos, ReadIssue, is_py_space, strip};
 use crate::store::layout::FileKind;
 use crate::store::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
 use crate::store::state::RolloutState;
@@ -71,21 +72,6 @@ impl<'a> RecordsBytes<'a> {
     }
 }
 
-/// Python's `bytes.strip()` whitespace.
-fn is_py_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-pub(super) fn strip(bytes: &[u8]) -> &[u8] {
-    let start = bytes.iter().position(|b| !is_py_space(*b));
-    let Some(start) = start else { return &[] };
-    let end = bytes
-        .iter()
-        .rposition(|b| !is_py_space(*b))
-        .map_or(start, |e| e + 1);
-    &bytes[start..end]
-}
-
 /// Split the bytes `from..to` at `\n` into (start, end) ranges without the newline.
 fn split_lines(newlines: &[usize], from: usize, to: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -142,21 +128,8 @@ pub(crate) struct LineCache {
     lent: Option<(Vec<Arc<TokenRecord>>, Vec<LinePos>)>,
     /// Leading records the last read has in common with those lent (the same ones).
     carried: usize,
-    /// What the last read decoded of the intents file (see [`LineCache::intents`]).
-    intents_known: Option<KnownIntents>,
-    /// The last read's intents, lent back by the caller ([`LineCache::lend_intents`]).
-    lent_intents: Option<Vec<String>>,
-}
-
-/// The intents decoded by a read, up to the last line break it saw.
-#[derive(Clone, Debug)]
-struct KnownIntents {
-    /// The file's bytes up to that break (a copy: a few bytes a call).
-    bytes: Vec<u8>,
-    /// The lines in them.
-    lines: usize,
-    /// The pieces they split into (line numbers go on from there).
-    segments: usize,
+    /// The intents file's lines decoded by the last read (see [`LineCache::intents`]).
+    intents: IntentsCache,
 }
 
 /// What a read of a kept cache gathered cleanly (see [`LineCache::lend`]).
@@ -207,49 +180,14 @@ impl LineCache {
     /// the lines after those it had decoded whole, when the file only grew.
     pub(crate) fn lend_intents(&mut self, intents: Vec<String>) {
         if self.keep {
-            self.lent_intents = Some(intents);
+            self.intents.lend(intents);
         }
     }
 
-    /// The intents file's lines ([`decode_lines`](super::decode_lines) of `bytes`). A kept
-    /// cache whose last read's intents were lent back decodes only the bytes after the last
-    /// line break it saw, when `bytes` start with the ones it decoded (the file grew): an
-    /// append of a call costs its own intent, not one allocation per call of the rollout.
+    /// The intents file's lines (see [`IntentsCache::decode`]; a cache that keeps nothing
+    /// decodes them whole).
     pub(crate) fn intents(&mut self, bytes: &[u8]) -> Result<Vec<String>, LinePos> {
-        let lent = self.lent_intents.take();
-        let known = self.intents_known.take();
-        let (mut lines, mut seen, from, segments) = match (known, lent) {
-            (Some(known), Some(mut lines))
-                if bytes.starts_with(&known.bytes) && lines.len() >= known.lines =>
-            {
-                lines.truncate(known.lines);
-                let from = known.bytes.len();
-                (lines, known.bytes, from, known.segments)
-            }
-            _ => (Vec::new(), Vec::new(), 0, 0),
-        };
-        super::decode_lines_into(&bytes[from..], from, segments, &mut lines)?;
-        if self.keep {
-            // Known from now on: the bytes up to the last line break, and their lines (a last
-            // line without its break is decoded again next time).
-            let through = bytes
-                .iter()
-                .rposition(|b| super::is_line_break(*b))
-                .map_or(0, |at| at + 1)
-                .max(from);
-            let partial = !strip(&bytes[through..]).is_empty();
-            let breaks = bytes[from..through]
-                .iter()
-                .filter(|b| super::is_line_break(**b))
-                .count();
-            seen.extend_from_slice(&bytes[from..through]);
-            self.intents_known = Some(KnownIntents {
-                bytes: seen,
-                lines: lines.len() - usize::from(partial),
-                segments: segments + breaks,
-            });
-        }
-        Ok(lines)
+        self.intents.decode(bytes, self.keep)
     }
 
     /// Leading records the last read has in common with those lent: the ones carried over
