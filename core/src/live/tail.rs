@@ -189,7 +189,7 @@ impl FileTail {
         })
     }
 
-    /// The last complete line kept aside by [`FileTail::settle`], if any.
+    /// The last complete line kept aside once its file's lines were parsed, if any.
     pub fn kept_line(&self) -> Option<&[u8]> {
         self.kept.as_ref().map(|(_, bytes)| bytes.as_slice())
     }

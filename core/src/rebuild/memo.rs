@@ -75,7 +75,7 @@ pub(crate) fn starts_with(memo: Option<&DigestMemo>, seq: &TokenSeq, prefix: &To
 
 /// Compute ahead the digests the next appends' link checks will ask for: each memo's newest
 /// call's, not remembered yet, hashed from its contiguous copy, up to four at once
-/// ([`digest_many_encoded`]). The watcher calls it once a burst's changes are sent: the
+/// (`digest::digest_many_encoded`). The watcher calls it once a burst's changes are sent: the
 /// copies were just written (in the caches still, where an append's link check found them
 /// long evicted), the rollouts of one burst share the SHA rounds, and the hashing is off the
 /// path from a write to the screen. A call that gets no child costs one digest for nothing.

@@ -28,7 +28,7 @@ impl IntentsCache {
         self.lent = Some(lines);
     }
 
-    /// The intents file's lines ([`decode_lines`](super::decode_lines) of `bytes`). When the
+    /// The intents file's lines (as `decode_lines` splits the whole file). When the
     /// last read's lines were lent back and `bytes` start with the ones it decoded (the file
     /// grew), only the bytes after its last line break are decoded: an append of a call costs
     /// its own intent, not one allocation per call of the rollout. `keep`: remember what was
@@ -70,7 +70,7 @@ impl IntentsCache {
     }
 }
 
-/// [`decode_lines`] of bytes found at `offset` in their file, after `segments` pieces split
+/// The lines of bytes found at `offset` in their file, after `segments` pieces split
 /// off before them: their lines appended to `out`.
 pub(super) fn decode_lines_into(
     bytes: &[u8],
