@@ -38,16 +38,25 @@ pub(crate) fn take_digests_computed() -> usize {
     COMPUTED.replace(0)
 }
 
+/// What the digest hashes before `count` tokens: the domain, then (unless there are none)
+/// the version and the count.
+fn header(count: usize) -> Vec<u8> {
+    let mut out = DOMAIN.to_vec();
+    if count > 0 {
+        out.push(DIGEST_VERSION);
+        out.extend_from_slice(&(count as u64).to_be_bytes());
+    }
+    out
+}
+
 /// Digest of `count` tokens delivered as consecutive chunks.
 fn digest_chunks(count: usize, chunks: &[&[u64]]) -> String {
     #[cfg(test)]
     COMPUTED.set(COMPUTED.get() + 1);
     crate::work::count(|work| work.tokens_hashed += count as u64);
     let mut hasher = Sha256::new();
-    hasher.update(DOMAIN);
+    hasher.update(header(count));
     if count > 0 {
-        hasher.update([DIGEST_VERSION]);
-        hasher.update((count as u64).to_be_bytes());
         let mut buffer = [0u8; BATCH * 8];
         chunks
             .iter()
@@ -84,12 +93,8 @@ pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
     COMPUTED.set(COMPUTED.get() + 1);
     crate::work::count(|work| work.tokens_hashed += count as u64);
     let mut hasher = Sha256::new();
-    hasher.update(DOMAIN);
-    if count > 0 {
-        hasher.update([DIGEST_VERSION]);
-        hasher.update((count as u64).to_be_bytes());
-        hasher.update(encoded);
-    }
+    hasher.update(header(count));
+    hasher.update(encoded);
     hex(&hasher.finalize())
 }
 
@@ -117,11 +122,7 @@ pub(crate) fn digest_many_encoded(bodies: &[&[u8]]) -> Vec<String> {
 /// the body's first bytes, the body's whole blocks after them (in place, not copied), and
 /// the body's last bytes with the padding.
 fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
-    let mut head = DOMAIN.to_vec();
-    if !body.is_empty() {
-        head.push(DIGEST_VERSION);
-        head.extend_from_slice(&((body.len() / 8) as u64).to_be_bytes());
-    }
+    let mut head = header(body.len() / 8);
     let len = (head.len() + body.len()) as u64;
     let lead = ((64 - head.len() % 64) % 64).min(body.len());
     head.extend_from_slice(&body[..lead]);
@@ -337,11 +338,7 @@ struct Message<'a> {
 impl<'a> Message<'a> {
     fn new(seq: &'a TokenSeq, n: usize) -> Message<'a> {
         let n = n.min(seq.len());
-        let mut header = DOMAIN.to_vec();
-        if n > 0 {
-            header.push(DIGEST_VERSION);
-            header.extend_from_slice(&(n as u64).to_be_bytes());
-        }
+        let header = header(n);
         Message {
             len: (header.len() + 8 * n) as u64,
             header,

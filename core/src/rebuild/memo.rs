@@ -73,6 +73,13 @@ pub(crate) fn starts_with(memo: Option<&DigestMemo>, seq: &TokenSeq, prefix: &To
     }
 }
 
+/// Append the tokens of `seq` past its first `start` to `encoded`, as the digest encodes
+/// them.
+fn encode_after(seq: &TokenSeq, start: usize, encoded: &mut Vec<u8>) {
+    encoded.reserve(seq.len().saturating_sub(start) * 8);
+    seq.for_each_after(start, |tokens| encode_onto(tokens, encoded));
+}
+
 /// Compute ahead the digests the next appends' link checks will ask for: each memo's newest
 /// call's, not remembered yet, hashed from its contiguous copy, up to four at once
 /// (`digest::digest_many_encoded`). The watcher calls it once a burst's changes are sent: the
@@ -165,16 +172,13 @@ impl DigestMemo {
         match newest.as_mut() {
             Some(kept) if kept.seq.is_same(cumulative) => {}
             Some(kept) if cumulative.starts_with_same_arrays(&kept.seq) => {
-                let encoded = &mut kept.encoded;
-                encoded.reserve((cumulative.len() - kept.seq.len()) * 8);
-                cumulative.for_each_after(kept.seq.len(), |tokens| encode_onto(tokens, encoded));
+                encode_after(cumulative, kept.seq.len(), &mut kept.encoded);
                 kept.seq = cumulative.clone();
             }
             _ => {
                 let mut encoded = newest.take().map(|kept| kept.encoded).unwrap_or_default();
                 encoded.clear();
-                encoded.reserve(cumulative.len() * 8);
-                cumulative.for_each_after(0, |tokens| encode_onto(tokens, &mut encoded));
+                encode_after(cumulative, 0, &mut encoded);
                 *newest = Some(Contiguous {
                     seq: cumulative.clone(),
                     encoded,
