@@ -10,7 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::store::open::{open_regular, read_more, read_up_to, recycle, spare_buffer};
+use super::pool;
+use crate::store::open::{open_regular, read_more, read_up_to, spare_buffer};
 use crate::store::read::RecordsBytes;
 
 /// What a refresh found.
@@ -68,9 +69,11 @@ fn fingerprint(data: &[u8]) -> (usize, u64) {
 /// The fingerprint of the first bytes of an open file `len` bytes long.
 fn fingerprint_of(file: &File, len: u64) -> std::io::Result<(usize, u64)> {
     use std::os::unix::fs::FileExt;
-    let mut bytes = vec![0; (len as usize).min(HEAD_BYTES)];
-    file.read_exact_at(&mut bytes, 0)?;
-    Ok(fingerprint(&bytes))
+    // On the stack: taken at every append, it must not churn the heap.
+    let mut bytes = [0; HEAD_BYTES];
+    let bytes = &mut bytes[..(len as usize).min(HEAD_BYTES)];
+    file.read_exact_at(bytes, 0)?;
+    Ok(fingerprint(bytes))
 }
 
 /// Whether `now` is the file `before` was, at least as long.
@@ -83,19 +86,16 @@ fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
 /// The most bytes one read of a followed file takes in (as `read_more` caps it).
 const MAX_READ: usize = 1 << 30;
 
-/// Capacity a settled file's buffer may keep beyond four times its unfinished line.
-const KEPT_CAPACITY: usize = 64 << 10;
-
-/// `bytes` in a buffer of about their size: one far larger than they need (a spare buffer
-/// that held a whole file, say) goes back to the thread's spare and they are copied out.
+/// `bytes` in a buffer of about their size: out of one far larger than they need (a spare
+/// buffer that held a whole file, say) they are copied into a pooled buffer, or a fresh one.
 fn fitted(bytes: Vec<u8>) -> Vec<u8> {
-    if bytes.capacity() > (4 * bytes.len()).max(KEPT_CAPACITY) {
-        let copy = bytes.clone();
-        recycle(bytes);
-        copy
-    } else {
-        bytes
+    if pool::fits(bytes.capacity(), bytes.len()) {
+        return bytes;
     }
+    let mut copy = pool::take(bytes.len()).unwrap_or_else(|| Vec::with_capacity(bytes.len()));
+    copy.extend_from_slice(&bytes);
+    pool::give(bytes);
+    copy
 }
 
 /// A file followed by offset.
@@ -232,16 +232,15 @@ impl FileTail {
         } else {
             // No line kept (none complete, or too long to hold).
             if let Some((_, bytes)) = self.kept.take() {
-                recycle(bytes);
+                pool::give(bytes);
             }
             data.drain(..done);
         }
         self.base = resume;
-        // An empty buffer goes back to the thread's spare (the next append, of whichever
-        // rollout, is read into it, with no fresh pages to fault in); an unfinished line keeps
-        // a buffer of its own size.
+        // An empty buffer is given back (the next append, of whichever rollout, is read into
+        // it, with no fresh pages to fault in); an unfinished line keeps a buffer of its size.
         if data.is_empty() {
-            recycle(std::mem::take(data));
+            pool::give(std::mem::take(data));
         } else {
             *data = fitted(std::mem::take(data));
         }
@@ -263,10 +262,10 @@ impl FileTail {
     pub(crate) fn forget(&mut self) {
         self.handle = None;
         if let Some((_, bytes)) = self.kept.take() {
-            recycle(bytes);
+            pool::give(bytes);
         }
         if let Some(data) = self.data.take() {
-            recycle(data);
+            pool::give(data);
             self.base = 0;
             self.cold = true;
         }
@@ -347,17 +346,19 @@ impl FileTail {
         // written again longer between two looks is not an append).
         if same_file && self.append_only && stamp.len > known && self.head_holds(file)? {
             file.seek(SeekFrom::Start(known))?;
-            let data = self.data.get_or_insert_with(Vec::new);
-            if data.capacity() == 0 && self.settles {
-                *data = spare_buffer();
-            }
             let wanted = usize::try_from(stamp.len - known)
                 .unwrap_or(usize::MAX)
                 .min(MAX_READ);
+            let data = self.data.get_or_insert_with(Vec::new);
+            if data.capacity() == 0 && self.settles {
+                // A pooled buffer of the line's size if there is one (the line is then kept
+                // as read, not copied), else the thread's spare.
+                *data = pool::take(wanted).unwrap_or_else(spare_buffer);
+            }
             if data.is_empty() && data.capacity() < wanted {
                 // A fresh allocation (a reallocation would copy the old capacity), with room
                 // for the next lines, which grow as a conversation does.
-                recycle(std::mem::take(data));
+                pool::give(std::mem::take(data));
                 data.try_reserve_exact(wanted.saturating_add(wanted / 4).min(MAX_READ))
                     .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
             }
@@ -390,10 +391,10 @@ impl FileTail {
         self.bytes_read += data.len() as u64;
         let unchanged = self.base == 0 && self.data.as_deref() == Some(&data[..]);
         if let Some(old) = self.data.replace(data) {
-            recycle(old);
+            pool::give(old);
         }
         if let Some((_, bytes)) = self.kept.take() {
-            recycle(bytes);
+            pool::give(bytes);
         }
         self.base = 0;
         self.stamp = Some(stamp);
@@ -420,7 +421,7 @@ impl FileTail {
     fn drop_version(&mut self) -> bool {
         self.base = 0;
         if let Some((_, bytes)) = self.kept.take() {
-            recycle(bytes);
+            pool::give(bytes);
         }
         self.handle = None;
         self.continued = false;
@@ -592,12 +593,32 @@ mod tests {
         tail.settle(14, 19);
         assert_eq!(tail.kept_line(), Some(&b"four\n"[..]));
         assert_eq!(tail.bytes(), Some(&b""[..]));
+        // From then on an append is read into a buffer given back by an earlier line (not
+        // the thread's spare, a whole file's buffer, which the line would be copied out of),
+        // and kept as read.
+        for (line, at) in [(&b"4.5\n"[..], 19u64), (b"4.75\n", 23)] {
+            crate::store::open::recycle(Vec::with_capacity(1 << 20));
+            append(&path, line);
+            assert_eq!(tail.refresh(), Change::Appended);
+            let read_into = tail.view().unwrap().fresh.as_ptr();
+            tail.settle(at, at + line.len() as u64);
+            assert_eq!(tail.kept_line(), Some(line));
+            assert_eq!(
+                tail.kept_line().unwrap().as_ptr(),
+                read_into,
+                "kept as read"
+            );
+            assert!(
+                !pool::capacities().is_empty(),
+                "the line before's buffer given back"
+            );
+        }
         // A last line too long to keep: none is (not the one before it either).
         append(&path, b"five\n");
         assert_eq!(tail.refresh(), Change::Appended);
-        tail.settle(24, 24);
+        tail.settle(33, 33);
         assert_eq!(tail.kept_line(), None);
-        assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((24, 24)));
+        assert_eq!(tail.view().map(|v| (v.base, v.len())), Some((33, 33)));
         // Replaced: nothing kept of the old file.
         std::fs::write(&path, b"x\n").unwrap();
         assert_eq!(tail.refresh(), Change::Reread);
