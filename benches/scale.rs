@@ -278,6 +278,8 @@ fn main() {
     let mut first_view = None;
     let mut ready = None;
     let frames = std::cell::Cell::new(0usize);
+    // Time the UI thread spends drawing (for the live figures).
+    let drawing = std::cell::Cell::new(Duration::ZERO);
     // What the event loop does: draw when its pacer says (store changes at most every
     // `STORE_FRAME`), then hand the watcher the app's requests for the rollouts it looks at.
     let mut pacer = FramePacer::default();
@@ -290,6 +292,7 @@ fn main() {
         terminal
             .draw(|frame| drawn = tokscope::ui::draw(frame, app, theme))
             .unwrap();
+        drawing.set(drawing.get() + now.elapsed());
         pacer.drawn(now);
         frames.set(frames.get() + 1);
         for message in drawn.messages() {
@@ -388,6 +391,8 @@ fn main() {
     let mut seen: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
     let deadline = Instant::now() + Duration::from_secs(live_seconds() + 10);
     let mut shown = 0usize;
+    let (frames_before, drawing_before) = (frames.get(), drawing.get());
+    let (mut bursts, mut applying) = (0usize, Duration::ZERO);
     while shown < total && Instant::now() < deadline {
         // As the event loop: wait for input up to 30 ms, take what the watcher sent, draw
         // when the pacer says.
@@ -395,7 +400,10 @@ fn main() {
         let batch: Vec<StoreEvent> = handle.events.try_iter().collect();
         if !batch.is_empty() {
             let awaited = app.loading();
+            let started = Instant::now();
             pacer.store_events(batch, awaited, |events| app.update(Message::Store(events)));
+            applying += started.elapsed();
+            bursts += 1;
         }
         if !draw(&mut app, &mut terminal, &mut pacer) {
             continue;
@@ -443,6 +451,12 @@ fn main() {
         pick(0.99),
     );
     println!("live CPU by thread (of a core): {threads}");
+    let live_frames = frames.get() - frames_before;
+    println!(
+        "live UI: {live_frames} frames, {:.2} ms a frame; {bursts} batches of events applied, {:.2} ms a batch",
+        (drawing.get() - drawing_before).as_secs_f64() * 1e3 / live_frames.max(1) as f64,
+        applying.as_secs_f64() * 1e3 / bursts.max(1) as f64,
+    );
     println!(
         "live work: {} records parsed, {:.0} tokens hashed per append ({:.0}% from one array, {:.0}% beside other digests); {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected per append",
         work.records_parsed,

@@ -39,10 +39,13 @@ pub struct Work {
     /// Lines a read of the records file went over to gather its records (a live read takes
     /// the previous read's records over and goes over the new lines alone).
     pub lines_gathered: u64,
+    /// Response items the projection's checks (usage, contiguity) went over: those of the
+    /// steps not lent by the previous projection.
+    pub items_checked: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
 
 impl Work {
     /// Nothing done.
@@ -62,6 +65,7 @@ impl Work {
             self.bytes_reread,
             self.steps_projected,
             self.lines_gathered,
+            self.items_checked,
         ]
     }
 
@@ -78,6 +82,7 @@ impl Work {
             bytes_reread,
             steps_projected,
             lines_gathered,
+            items_checked,
         ] = fields;
         Work {
             records_parsed,
@@ -91,6 +96,7 @@ impl Work {
             bytes_reread,
             steps_projected,
             lines_gathered,
+            items_checked,
         }
     }
 }

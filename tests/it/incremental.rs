@@ -448,6 +448,8 @@ fn an_append_costs_its_own_line_not_its_rollout() {
             // The main chain's earlier steps are lent by the previous projection: only the
             // new call's step is projected.
             assert_eq!(work.steps_projected, 1, "{what}: {work:?}");
+            // And checked: the earlier items' usage and contiguity are carried over.
+            assert_eq!(work.items_checked, 1, "{what}: {work:?}");
             // One sequence hashed, the new call's own: a delta's to check its digest; a full
             // record's ahead of its child, after the poll's changes (its own link check found
             // its parent's digest hashed ahead by the previous poll).

@@ -6,6 +6,11 @@ use std::sync::Arc;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+mod chain;
+
+pub(crate) use chain::EarlierProjection;
+use chain::{Checked, Lendable, Projected, extend_chain, project_chain};
+
 use super::output::{BuildOutput, Chain};
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
@@ -192,6 +197,9 @@ pub struct RebuiltResponse {
     pub output: Vec<ProjectedItem>,
     /// Token counts.
     pub usage: Usage,
+    /// What the next projection of the chain extended reuses (not part of the response).
+    #[serde(skip)]
+    pub(crate) lendable: Lendable,
 }
 
 /// Usage block of the rebuilt response.
@@ -207,217 +215,6 @@ pub struct Usage {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ProjectionError(pub String);
-
-/// Project a chain into output items with contiguous prompts.
-pub(crate) fn project_chain(
-    records: &[Arc<TokenRecord>],
-    build: &BuildOutput,
-    chain: &Chain,
-    earlier: Option<EarlierProjection>,
-) -> Vec<ProjectedItem> {
-    let (mut items, mut running, first) = match earlier {
-        Some(earlier) => earlier.lend(build, chain),
-        None => (Vec::new(), TokenSeq::new(), 0),
-    };
-    crate::work::count(|work| work.steps_projected += (chain.links.len() - first) as u64);
-    for (step, link) in chain.links.iter().enumerate().skip(first) {
-        let node = &build.nodes[link.node];
-        let record = &records[node.record];
-        let (prompt, through) = extend_chain(&running, chain, step, link, build);
-        let tokens = CarriedTokens {
-            prompt: prompt.clone(),
-            generation: TokenSeq::from_ids(
-                record.generation_token_ids.clone(),
-                record.negative_ids,
-            ),
-            log_probs: record.generation_log_probs.clone(),
-            routed_experts: (!record.routed_experts.is_null())
-                .then(|| record.routed_experts.clone()),
-            through: through.clone(),
-            text: None,
-        };
-        let content = &record.output_items;
-        let carriers: Vec<usize> = match record.token_item_index {
-            Some(index) => vec![index],
-            None => {
-                let inline: Vec<usize> = content
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, item)| {
-                        item.get("generation_token_ids")
-                            .is_some_and(|v| !v.is_null())
-                    })
-                    .map(|(i, _)| i)
-                    .collect();
-                if inline.is_empty() && !content.is_empty() {
-                    vec![content.len() - 1]
-                } else {
-                    inline
-                }
-            }
-        };
-        if content.is_empty() {
-            items.push(ProjectedItem {
-                items: content.clone(),
-                index: None,
-                tokens: Some(tokens),
-                call_index: link.node,
-            });
-        } else {
-            for index in 0..content.len() {
-                items.push(ProjectedItem {
-                    items: content.clone(),
-                    index: Some(index),
-                    tokens: carriers.contains(&index).then(|| tokens.clone()),
-                    call_index: link.node,
-                });
-            }
-        }
-        running = through;
-    }
-    items
-}
-
-/// The main chain's projection in a rollout's previous analysis, lent to the next one.
-///
-/// A live append extends the main chain by a call: every step before it is made of the same
-/// calls, the same shared sequences and the same interstitial ranges, so it projects to the
-/// same items, which are moved over instead of made again (and the old ones dropped).
-/// A step is lent only when all of that is unchanged (its node, its prompt and cumulative
-/// sequences the very same, its interstitial range, the root's prompt length): a build made
-/// whole gives every call a new cumulative sequence, and nothing is lent. (The steps hold
-/// the sequences they compare, so no address can be reused meanwhile.)
-pub(crate) struct EarlierProjection {
-    root_prompt_len: usize,
-    steps: Vec<EarlierStep>,
-    output: Vec<ProjectedItem>,
-}
-
-/// What one step of the earlier projection was made from, and what it made.
-struct EarlierStep {
-    node: usize,
-    interstitial: (usize, usize),
-    prompt: TokenSeq,
-    cumulative: TokenSeq,
-    /// Its items in the output (consecutive, one at least).
-    items: usize,
-    /// The chain's sequence after it.
-    through: TokenSeq,
-}
-
-impl EarlierProjection {
-    /// Take the projection out of a previous analysis's `response`, with the main chain of
-    /// the `build` it was made from.
-    pub(crate) fn take(
-        response: &mut Option<RebuiltResponse>,
-        build: Option<&BuildOutput>,
-    ) -> Option<EarlierProjection> {
-        let build = build?;
-        let main = build.main_chain()?;
-        let output = response.take()?.output;
-        let mut steps = Vec::with_capacity(main.links.len());
-        let mut at = 0;
-        for link in &main.links {
-            let items = output[at..]
-                .iter()
-                .take_while(|item| item.call_index == link.node)
-                .count();
-            let through = output[at..at + items]
-                .iter()
-                .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()));
-            let (Some(through), true) = (through, items > 0) else {
-                break;
-            };
-            let node = &build.nodes[link.node];
-            steps.push(EarlierStep {
-                node: link.node,
-                interstitial: link.interstitial,
-                prompt: node.prompt.clone(),
-                cumulative: node.cumulative.clone(),
-                items,
-                through,
-            });
-            at += items;
-        }
-        Some(EarlierProjection {
-            root_prompt_len: main.root_prompt_len,
-            steps,
-            output,
-        })
-    }
-
-    /// The items of the leading steps `chain` shares with the earlier one, the chain's
-    /// sequence after them, and how many steps that is.
-    fn lend(self, build: &BuildOutput, chain: &Chain) -> (Vec<ProjectedItem>, TokenSeq, usize) {
-        let same = |(step, link): &(&EarlierStep, &super::output::ChainLink)| {
-            let node = &build.nodes[link.node];
-            step.node == link.node
-                && step.interstitial == link.interstitial
-                && node.prompt.ptr_eq(&step.prompt)
-                && node.cumulative.ptr_eq(&step.cumulative)
-        };
-        let shared = if self.root_prompt_len == chain.root_prompt_len {
-            self.steps.iter().zip(&chain.links).take_while(same).count()
-        } else {
-            0
-        };
-        let Some(last) = shared.checked_sub(1).map(|i| &self.steps[i]) else {
-            return (Vec::new(), TokenSeq::new(), 0);
-        };
-        let running = last.through.clone();
-        let items = self.steps[..shared].iter().map(|step| step.items).sum();
-        let mut output = self.output;
-        output.truncate(items);
-        (output, running, shared)
-    }
-}
-
-/// One step along a chain: the sequence before link `step`'s generation (the running
-/// sequence plus the link's new prompt tokens) and the sequence after it.
-///
-/// When the chain so far is exactly the start of the call's prompt (the normal case) both
-/// results are the call's own shared sequences, so later prefix checks are pointer checks.
-fn extend_chain(
-    running: &TokenSeq,
-    chain: &Chain,
-    step: usize,
-    link: &super::output::ChainLink,
-    build: &BuildOutput,
-) -> (TokenSeq, TokenSeq) {
-    let node = &build.nodes[link.node];
-    let (start, end) = if step == 0 {
-        (0, chain.root_prompt_len)
-    } else {
-        link.interstitial
-    };
-    let prompt = append_range(build.memo.as_deref(), running, &node.prompt, start, end);
-    let through = if prompt.ptr_eq(&node.prompt) {
-        node.cumulative.clone()
-    } else {
-        prompt.append_range(&node.cumulative, node.prompt.len(), node.cumulative.len())
-    };
-    (prompt, through)
-}
-
-/// `running` followed by `source[start..end]`, sharing `source` when `running` is its prefix.
-fn append_range(
-    memo: Option<&super::memo::DigestMemo>,
-    running: &TokenSeq,
-    source: &TokenSeq,
-    start: usize,
-    end: usize,
-) -> TokenSeq {
-    if end == source.len()
-        && running.len() == start
-        && super::memo::starts_with(memo, source, running)
-    {
-        return source.clone();
-    }
-    if start >= end {
-        return running.clone();
-    }
-    running.append_range(source, start, end)
-}
 
 /// A view of an item's token fields for the checks below.
 enum ItemTokens<'a> {
@@ -472,7 +269,13 @@ pub(crate) fn project_main_chain(
             "ValueError: capture produced no safe trainable chain".into(),
         ));
     };
-    let mut output = project_chain(records, build, main, earlier);
+    let projected = project_chain(records, build, main, earlier);
+    let (lent_items, lent_checked) = projected.lent_part();
+    let Projected {
+        items: mut output,
+        mut lendable,
+        lent,
+    } = projected;
     // The running sequence only ever grows by appending, so every carrier's prompt is a prefix
     // of the last carrier's full sequence.
     let full = output
@@ -489,66 +292,102 @@ pub(crate) fn project_main_chain(
             tokens.text = Some(Arc::clone(&text));
         }
     }
-    let has_tokens = output.iter().any(|item| match item_tokens(item) {
-        Some(ItemTokens::Carried(t)) => !t.generation.is_empty(),
-        Some(ItemTokens::Inline { generation, .. }) => crate::store::state::truthy(generation),
-        None => false,
+    // The checks resume after the steps lent: their items passed them in the projection
+    // they come from, which left its state after each step. Each check goes over the new
+    // items in the reference's order (its first failure is the one reported), noting its
+    // state where each new step ends.
+    let new_steps = &mut lendable.steps[lent..];
+    let mut ends = Vec::with_capacity(new_steps.len());
+    new_steps.iter().fold(lent_items, |at, step| {
+        ends.push(at + step.items);
+        at + step.items
     });
-    if !has_tokens {
+    let new_items = || output.iter().enumerate().skip(lent_items);
+    let at_step_end = |index: usize| ends.binary_search(&(index + 1)).ok();
+    let mut checked = lent_checked;
+    if !checked.has_tokens && !output[lent_items..].iter().any(generates) {
         return Err(ProjectionError(
             "ValueError: capture produced no trainable generated tokens".into(),
         ));
     }
-    let mut input_tokens = None;
-    let mut output_tokens = 0;
-    for item in &output {
-        match item_tokens(item) {
-            Some(ItemTokens::Carried(t)) => {
-                input_tokens.get_or_insert(t.prompt.len());
-                output_tokens += t.generation.len();
-            }
-            Some(ItemTokens::Inline { prompt, generation }) => {
-                if input_tokens.is_none() {
-                    input_tokens = Some(match prompt {
-                        Some(Value::Array(a)) => a.len(),
-                        Some(Value::String(s)) => s.chars().count(),
-                        None => return Err(ProjectionError("KeyError: 'prompt_token_ids'".into())),
-                        Some(other) => {
-                            return Err(ProjectionError(format!(
-                                "TypeError: object of type {other} has no len()"
-                            )));
-                        }
-                    });
-                }
-                match generation {
-                    Value::Array(a) => output_tokens += a.len(),
-                    other => {
-                        return Err(ProjectionError(format!(
-                            "TypeError: object of type {other} has no len()"
-                        )));
-                    }
-                }
-            }
-            None => {}
+    crate::work::count(|work| work.items_checked += (output.len() - lent_items) as u64);
+    for (index, item) in new_items() {
+        count_usage(item, &mut checked)?;
+        if let Some(step) = at_step_end(index) {
+            new_steps[step].checked = checked.clone();
         }
     }
-    let response = RebuiltResponse {
+    let usage = Usage {
+        input_tokens: checked.input_tokens.unwrap_or(0),
+        output_tokens: checked.output_tokens,
+    };
+    let mut seen = checked.seen;
+    for (index, item) in new_items() {
+        check_contiguity(item, &mut seen, build.memo.as_deref())?;
+        if let Some(step) = at_step_end(index) {
+            new_steps[step].checked.seen = seen.clone();
+        }
+    }
+    Ok(RebuiltResponse {
         id: format!("proj-{rollout_id}"),
         model: model.to_owned(),
         object: "response",
         output,
-        usage: Usage {
-            input_tokens: input_tokens.unwrap_or(0),
-            output_tokens,
-        },
-    };
-    check_contiguity(&response, build.memo.as_deref())?;
-    Ok(response)
+        usage,
+        lendable,
+    })
 }
 
-/// Require every token-bearing item's prompt to extend everything before it.
-pub(crate) fn check_contiguity(
-    response: &RebuiltResponse,
+/// Whether an item carries generated tokens.
+fn generates(item: &ProjectedItem) -> bool {
+    match item_tokens(item) {
+        Some(ItemTokens::Carried(t)) => !t.generation.is_empty(),
+        Some(ItemTokens::Inline { generation, .. }) => crate::store::state::truthy(generation),
+        None => false,
+    }
+}
+
+/// Count an item's tokens into the usage (`checked`'s first two counts), as the reference
+/// does: the first token-bearing item's prompt length, every generation's length.
+fn count_usage(item: &ProjectedItem, checked: &mut Checked) -> Result<(), ProjectionError> {
+    checked.has_tokens |= generates(item);
+    match item_tokens(item) {
+        Some(ItemTokens::Carried(t)) => {
+            checked.input_tokens.get_or_insert(t.prompt.len());
+            checked.output_tokens += t.generation.len();
+        }
+        Some(ItemTokens::Inline { prompt, generation }) => {
+            if checked.input_tokens.is_none() {
+                checked.input_tokens = Some(match prompt {
+                    Some(Value::Array(a)) => a.len(),
+                    Some(Value::String(s)) => s.chars().count(),
+                    None => return Err(ProjectionError("KeyError: 'prompt_token_ids'".into())),
+                    Some(other) => {
+                        return Err(ProjectionError(format!(
+                            "TypeError: object of type {other} has no len()"
+                        )));
+                    }
+                });
+            }
+            match generation {
+                Value::Array(a) => checked.output_tokens += a.len(),
+                other => {
+                    return Err(ProjectionError(format!(
+                        "TypeError: object of type {other} has no len()"
+                    )));
+                }
+            }
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Require a token-bearing item's prompt to extend everything `seen` before it; `seen` then
+/// goes on through its generation.
+fn check_contiguity(
+    item: &ProjectedItem,
+    seen: &mut TokenSeq,
     memo: Option<&super::memo::DigestMemo>,
 ) -> Result<(), ProjectionError> {
     let broken = || {
@@ -558,25 +397,22 @@ pub(crate) fn check_contiguity(
                 .into(),
         )
     };
-    let mut seen = TokenSeq::new();
-    for item in &response.output {
-        match item_tokens(item) {
-            None => {}
-            Some(ItemTokens::Carried(tokens)) => {
-                if !super::memo::starts_with(memo, &tokens.prompt, &seen) {
-                    return Err(broken());
-                }
-                seen = tokens.through.clone();
+    match item_tokens(item) {
+        None => {}
+        Some(ItemTokens::Carried(tokens)) => {
+            if !super::memo::starts_with(memo, &tokens.prompt, seen) {
+                return Err(broken());
             }
-            Some(ItemTokens::Inline { prompt, generation }) => {
-                let prompt = json_tokens(prompt).map_err(|_| broken())?;
-                let prompt = TokenSeq::from(prompt);
-                if !prompt.starts_with(&seen) {
-                    return Err(broken());
-                }
-                let generation = json_tokens(Some(generation))?;
-                seen = prompt.append(generation.into());
+            *seen = tokens.through.clone();
+        }
+        Some(ItemTokens::Inline { prompt, generation }) => {
+            let prompt = json_tokens(prompt).map_err(|_| broken())?;
+            let prompt = TokenSeq::from(prompt);
+            if !prompt.starts_with(seen) {
+                return Err(broken());
             }
+            let generation = json_tokens(Some(generation))?;
+            *seen = prompt.append(generation.into());
         }
     }
     Ok(())
@@ -694,10 +530,9 @@ mod tests {
     fn projected(
         records: &[Arc<TokenRecord>],
         build: &BuildOutput,
-        earlier: Option<(Option<RebuiltResponse>, &BuildOutput)>,
+        mut earlier: Option<RebuiltResponse>,
     ) -> (String, u64) {
-        let earlier =
-            earlier.and_then(|(mut response, b)| EarlierProjection::take(&mut response, Some(b)));
+        let earlier = EarlierProjection::take(&mut earlier);
         crate::work::take();
         let response = project_main_chain("r", "m", records, build, earlier).unwrap();
         (format!("{response:?}"), crate::work::take().steps_projected)
@@ -714,9 +549,8 @@ mod tests {
         let (_, steps) = projected(&records[..2], &before, None);
         assert_eq!(steps, 2);
         let response = project_main_chain("r", "m", &records[..2], &before, None).ok();
-        let snapshot = before.clone();
         let after = extend_build(&records, before, &build_options()).expect("extended");
-        let (lent, steps) = projected(&records, &after, Some((response, &snapshot)));
+        let (lent, steps) = projected(&records, &after, response);
         assert_eq!(steps, 1, "the two earlier steps are lent");
         assert_eq!(lent, projected(&records, &after, None).0);
     }
@@ -735,7 +569,7 @@ mod tests {
         let old_build = prefix_merging(&old, &build_options());
         let response = project_main_chain("r", "m", &old, &old_build, None).ok();
         let new_build = prefix_merging(&new, &build_options());
-        let (lent, steps) = projected(&new, &new_build, Some((response, &old_build)));
+        let (lent, steps) = projected(&new, &new_build, response);
         assert_eq!(steps, 2);
         assert_eq!(lent, projected(&new, &new_build, None).0);
     }

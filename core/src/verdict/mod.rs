@@ -247,7 +247,7 @@ pub(crate) fn analyze_continuing(
     // The previous main chain's items, for the steps the new one shares (a live append).
     let earlier = previous
         .as_mut()
-        .and_then(|p| EarlierProjection::take(&mut p.response, p.build.as_ref()));
+        .and_then(|p| EarlierProjection::take(&mut p.response));
     let build = previous
         .and_then(|previous| build_of_prefix(previous, carried))
         .and_then(|build| extend_build(records, build, &build_options))
