@@ -68,16 +68,11 @@ fn place_appended(
     let id = record.model_call_id.as_str();
     let claimed = record.parent_call_id.as_deref()?;
     // The first record of the claimed id, and no earlier one of this id or naming it.
-    let mut parent_record = None;
-    for (earlier, other) in records[..index].iter().enumerate() {
-        if other.model_call_id == id || other.parent_call_id.as_deref() == Some(id) {
-            return None;
-        }
-        if parent_record.is_none() && other.model_call_id == claimed {
-            parent_record = Some(earlier);
-        }
+    let ids = out.call_ids.of(&records[..index]);
+    if ids.first.contains_key(id) || ids.named.contains(id) {
+        return None;
     }
-    let RecordFate::Placed(parent) = out.fates[parent_record?] else {
+    let RecordFate::Placed(parent) = out.fates[*ids.first.get(claimed)?] else {
         return None;
     };
     let parent_node = &out.nodes[parent];
@@ -199,6 +194,7 @@ fn make_room(out: &mut BuildOutput, at: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebuild::output::CallIds;
     use crate::rebuild::prefix_merging;
     use crate::rebuild::test_records::record;
 
@@ -206,6 +202,28 @@ mod tests {
         BuildOptions {
             terminal_call_id: terminal.map(str::to_owned),
             digest_memo: Some(Arc::default()),
+        }
+    }
+
+    #[test]
+    fn call_ids_taken_in_as_records_come_answer_as_a_walk_over_them() {
+        let records = [
+            record("a", None, &[1], &[2]),
+            record("b", Some("a"), &[1, 2], &[3]),
+            record("a", Some("x"), &[1, 2], &[4]),
+            record("c", Some("b"), &[1, 2, 3], &[5]),
+        ];
+        let mut ids = CallIds::default();
+        for end in [1, 3, 4, 2] {
+            let known = ids.of(&records[..end]);
+            for id in ["a", "b", "c", "x", "y"] {
+                let first = records[..end].iter().position(|r| r.model_call_id == id);
+                let named = records[..end]
+                    .iter()
+                    .any(|r| r.parent_call_id.as_deref() == Some(id));
+                assert_eq!(known.first.get(id).copied(), first, "{id} of {end}");
+                assert_eq!(known.named.contains(id), named, "{id} of {end}");
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! What a build produces: placed calls, the fate of every record, chains, notes, and the
 //! facts every pane asks of a build, answered once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -206,6 +206,8 @@ pub struct BuildOutput {
     pub error: Option<String>,
     /// The memo the build used, for the projection's prefix checks (the same comparisons).
     pub(crate) memo: Option<Arc<DigestMemo>>,
+    /// The records' call ids, as extending the build by appended records asks for them.
+    pub(crate) call_ids: CallIds,
 }
 
 impl BuildOutput {
@@ -256,4 +258,44 @@ pub struct BuildOptions {
     pub terminal_call_id: Option<String>,
     /// Digests remembered from earlier builds of the same growing records file.
     pub digest_memo: Option<Arc<DigestMemo>>,
+}
+
+/// The call ids of a build's first records, as an appended record asks about them: made on
+/// the build's first extension, then added to by each record placed. Without it an append
+/// compared the ids of every record before it (each record's strings, long out of the caches,
+/// as many misses as records).
+#[derive(Clone, Default)]
+pub(crate) struct CallIds {
+    /// How many records the ids are of.
+    records: usize,
+    /// Each id's first record.
+    pub(super) first: HashMap<String, usize>,
+    /// The ids records name as their parent's.
+    pub(super) named: HashSet<String>,
+}
+
+impl CallIds {
+    /// The ids of `records`, taken in from where they were taken up to.
+    pub(super) fn of(&mut self, records: &[Arc<TokenRecord>]) -> &CallIds {
+        if self.records > records.len() {
+            *self = CallIds::default();
+        }
+        for (index, record) in records.iter().enumerate().skip(self.records) {
+            self.first
+                .entry(record.model_call_id.clone())
+                .or_insert(index);
+            if let Some(parent) = &record.parent_call_id {
+                self.named.insert(parent.clone());
+            }
+        }
+        self.records = records.len();
+        self
+    }
+}
+
+impl std::fmt::Debug for CallIds {
+    // A cache: a build extended and one made whole print the same.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallIds")
+    }
 }
