@@ -15,9 +15,9 @@ use crate::store::open::recycle;
 /// Buffers the pool keeps.
 const POOLED: usize = 8;
 
-/// Buffers larger than this (a whole file read) go to the thread's spare read buffer, not to
-/// the pool: the pool holds line-sized ones.
-const POOLED_CAPACITY: usize = 2 << 20;
+/// Buffers larger than this go to the thread's spare read buffer, not to the pool: with
+/// [`POOLED`], what a thread's pool may hold (a training run's lines are ~100 KB).
+const POOLED_CAPACITY: usize = 1 << 20;
 
 /// Capacity a buffer may have beyond four times the line it holds: small lines share buffers
 /// of this size rather than each allocating their own.
@@ -46,9 +46,9 @@ pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
     })
 }
 
-/// Give back a buffer whose bytes are no longer needed. When the pool is full its smallest
-/// buffer goes (lines grow as a conversation does); a buffer larger than a line's goes to the
-/// thread's spare read buffer instead.
+/// Give back a kept line's buffer, its bytes no longer needed. When the pool is full its
+/// smallest buffer goes (lines grow as a conversation does); a buffer larger than a line's
+/// goes to the thread's spare read buffer instead.
 pub(crate) fn give(mut buffer: Vec<u8>) {
     if buffer.capacity() > POOLED_CAPACITY {
         return recycle(buffer);
@@ -111,11 +111,11 @@ mod tests {
             kept,
             (1..=8).map(|kib| (200 + kib) << 10).collect::<Vec<_>>()
         );
-        // Smaller than all it holds: not kept. A whole file's buffer: not a line's.
+        // Smaller than all it holds: not kept. Larger than a line's: not either.
         give(Vec::with_capacity(10 << 10));
-        give(Vec::with_capacity(8 << 20));
+        give(Vec::with_capacity(2 << 20));
         assert_eq!(capacities().len(), POOLED);
         assert!(!capacities().contains(&(10 << 10)));
-        assert!(!capacities().contains(&(8 << 20)));
+        assert!(!capacities().contains(&(2 << 20)));
     }
 }
