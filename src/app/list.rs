@@ -279,13 +279,29 @@ impl RolloutList {
     /// sorted rows), keeping the selected rollout selected. The cost does not grow with the
     /// work of judging the other rollouts: they are not looked at again.
     pub fn update(&mut self, index: usize, summaries: &[Summary], hide_cleared: bool) {
+        let summary = &summaries[index];
+        let shown = self.admits(index)
+            && self.shows(summary, &FilterTerm::parse(&self.filter), hide_cleared);
+        let found = self.rows.iter().position(|&r| r == index);
+        // Still shown and still between its neighbours (a live append changes its counts, not
+        // where it sorts): the rows stand, for two comparisons.
+        if let (true, Some(at)) = (shown, found) {
+            let after_previous =
+                at == 0 || self.order(&summaries[self.rows[at - 1]], summary).is_lt();
+            if after_previous
+                && self
+                    .rows
+                    .get(at + 1)
+                    .is_none_or(|&next| self.order(summary, &summaries[next]).is_lt())
+            {
+                return;
+            }
+        }
         let keep = self.selected_rollout();
-        if let Some(at) = self.rows.iter().position(|&r| r == index) {
+        if let Some(at) = found {
             self.rows.remove(at);
         }
-        let summary = &summaries[index];
-        if self.admits(index) && self.shows(summary, &FilterTerm::parse(&self.filter), hide_cleared)
-        {
+        if shown {
             let at = self
                 .rows
                 .partition_point(|&r| self.order(&summaries[r], summary).is_lt());
@@ -457,6 +473,38 @@ mod tests {
             batched.update_many(&[5, 77, 29_999], &summaries, false);
             assert_eq!(batched.rows, whole.rows);
         }
+    }
+
+    #[test]
+    fn a_change_that_keeps_a_rollouts_place_costs_two_comparisons_and_one_that_moves_it_a_move() {
+        let mut summaries = demo();
+        for sort in [SortKey::Id, SortKey::Calls] {
+            let mut list = RolloutList::new(5);
+            list.sort = sort;
+            list.refresh(&summaries, false);
+            let middle = list.rows[list.rows.len() / 2];
+            // Its counts change, not where it sorts by id; by calls, one more call moves it
+            // past the rollouts with as many as it had, if any.
+            summaries[middle].records += 1;
+            let before = list.comparisons();
+            list.update(middle, &summaries, false);
+            let mut whole = RolloutList::new(5);
+            whole.sort = sort;
+            whole.refresh(&summaries, false);
+            assert_eq!(list.rows, whole.rows, "{sort:?}: the order a refresh gives");
+            if sort == SortKey::Id {
+                assert_eq!(list.comparisons() - before, 2, "the row stands");
+            }
+            summaries[middle].records -= 1;
+        }
+        // Pushed past every other: it moves to the end.
+        let mut list = RolloutList::new(5);
+        list.sort = SortKey::Calls;
+        list.refresh(&summaries, false);
+        let first = list.rows[0];
+        summaries[first].records = usize::MAX;
+        list.update(first, &summaries, false);
+        assert_eq!(list.rows.last(), Some(&first));
     }
 
     #[test]
