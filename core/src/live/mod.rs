@@ -20,7 +20,7 @@ pub mod event;
 pub mod hot;
 #[cfg(target_os = "linux")]
 mod inotify;
-mod pool;
+mod line_pool;
 pub mod replay;
 pub mod rollout;
 pub mod rows;

@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use super::pool;
+use super::line_pool;
 use crate::store::open::{open_regular, read_more, read_up_to, recycle, spare_buffer};
 use crate::store::read::RecordsBytes;
 
@@ -100,10 +100,10 @@ const MAX_READ: usize = 1 << 30;
 /// `bytes` in a buffer of about their size: out of one far larger than they need (a spare
 /// buffer that held a whole file, say) they are copied into a pooled buffer, or a fresh one.
 fn fitted(bytes: Vec<u8>) -> Vec<u8> {
-    if pool::fits(bytes.capacity(), bytes.len()) {
+    if line_pool::fits(bytes.capacity(), bytes.len()) {
         return bytes;
     }
-    let mut copy = pool::take(bytes.len()).unwrap_or_else(|| Vec::with_capacity(bytes.len()));
+    let mut copy = line_pool::take(bytes.len()).unwrap_or_else(|| Vec::with_capacity(bytes.len()));
     copy.extend_from_slice(&bytes);
     recycle(bytes);
     copy
@@ -233,7 +233,7 @@ impl FileTail {
                 let line = std::mem::replace(data, rest);
                 if data.is_empty() {
                     // The line before's buffer, free: for the next append, of any rollout.
-                    pool::give(std::mem::take(data));
+                    line_pool::give(std::mem::take(data));
                 }
                 line
             } else {
@@ -248,7 +248,7 @@ impl FileTail {
         } else {
             // No line kept (none complete, or too long to hold).
             if let Some((_, bytes)) = self.kept.take() {
-                pool::give(bytes);
+                line_pool::give(bytes);
             }
             data.drain(..done);
         }
@@ -278,7 +278,7 @@ impl FileTail {
     pub(crate) fn forget(&mut self) {
         self.handle = None;
         if let Some((_, bytes)) = self.kept.take() {
-            pool::give(bytes);
+            line_pool::give(bytes);
         }
         if let Some(data) = self.data.take() {
             recycle(data);
@@ -369,7 +369,7 @@ impl FileTail {
             if data.capacity() == 0 && self.settles {
                 // A pooled buffer of the line's size if there is one (the line is then kept
                 // as read, not copied), else the thread's spare.
-                *data = pool::take(wanted).unwrap_or_else(spare_buffer);
+                *data = line_pool::take(wanted).unwrap_or_else(spare_buffer);
             }
             if data.is_empty() && data.capacity() < wanted {
                 // A fresh allocation (a reallocation would copy the old capacity), with room
@@ -410,7 +410,7 @@ impl FileTail {
             recycle(old);
         }
         if let Some((_, bytes)) = self.kept.take() {
-            pool::give(bytes);
+            line_pool::give(bytes);
         }
         self.base = 0;
         self.stamp = Some(stamp);
@@ -437,7 +437,7 @@ impl FileTail {
     fn drop_version(&mut self) -> bool {
         self.base = 0;
         if let Some((_, bytes)) = self.kept.take() {
-            pool::give(bytes);
+            line_pool::give(bytes);
         }
         self.handle = None;
         self.continued = false;
@@ -621,7 +621,7 @@ mod tests {
         assert_eq!(tail.bytes(), Some(&b""[..]));
         // (A whole read's buffer goes to the thread's spare, not to the lines' pool: a pool
         // of whole files' buffers held a first scan's peak 45 MB higher.)
-        assert!(pool::capacities().is_empty());
+        assert!(line_pool::capacities().is_empty());
         // A line and the start of the next appended: the line is kept, the rest held.
         append(&path, b"three\nfo");
         assert_eq!(tail.refresh(), Change::Appended);
@@ -654,7 +654,7 @@ mod tests {
                 "kept as read"
             );
             assert!(
-                !pool::capacities().is_empty(),
+                !line_pool::capacities().is_empty(),
                 "the line before's buffer given back"
             );
         }
