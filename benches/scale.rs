@@ -458,7 +458,7 @@ fn main() {
         applying.as_secs_f64() * 1e3 / bursts.max(1) as f64,
     );
     println!(
-        "live work: {} records parsed, {:.0} tokens hashed per append ({:.0}% from one array, {:.0}% beside other digests); {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected per append",
+        "live work: {} records parsed, {:.0} tokens hashed per append ({:.0}% from one array, {:.0}% beside other digests); {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected, {:.2} response items checked per append",
         work.records_parsed,
         work.tokens_hashed as f64 / total as f64,
         work.tokens_hashed_contiguous as f64 * 100.0 / work.tokens_hashed.max(1) as f64,
@@ -468,6 +468,7 @@ fn main() {
         work.refreshes as f64 / total as f64,
         work.bytes_reread as f64 / total as f64,
         work.steps_projected as f64 / total as f64,
+        work.items_checked as f64 / total as f64,
     );
     let (rss, peak) = memory_mb();
     println!("memory after the writer: {rss:.0} MB resident, {peak:.0} MB peak");
@@ -537,12 +538,13 @@ fn watcher_alone(dir: &Path, ids: &[String]) {
     times.sort_by(f64::total_cmp);
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     println!(
-        "watcher alone: {total} appends, a refresh takes {:.0} µs (median), {:.0} µs (p90), {mean:.0} µs (mean); {:.0} tokens hashed, {:.0} bytes read again, {:.2} chain steps projected per append",
+        "watcher alone: {total} appends, a refresh takes {:.0} µs (median), {:.0} µs (p90), {mean:.0} µs (mean); {:.0} tokens hashed, {:.0} bytes read again, {:.2} chain steps projected, {:.2} response items checked per append",
         times[times.len() / 2],
         times[times.len() * 9 / 10],
         work.tokens_hashed as f64 / total as f64,
         work.bytes_reread as f64 / total as f64,
         work.steps_projected as f64 / total as f64,
+        work.items_checked as f64 / total as f64,
     );
 }
 

@@ -478,9 +478,11 @@ mod tests {
     #[test]
     fn a_change_that_keeps_a_rollouts_place_costs_two_comparisons_and_one_that_moves_it_a_move() {
         let mut summaries = demo();
-        for sort in [SortKey::Id, SortKey::Calls] {
+        let orders = [SortKey::Id, SortKey::Calls].into_iter();
+        for (sort, reverse) in orders.flat_map(|sort| [(sort, false), (sort, true)]) {
             let mut list = RolloutList::new(5);
             list.sort = sort;
+            list.reverse = reverse;
             list.refresh(&summaries, false);
             let middle = list.rows[list.rows.len() / 2];
             // Its counts change, not where it sorts by id; by calls, one more call moves it
@@ -490,6 +492,7 @@ mod tests {
             list.update(middle, &summaries, false);
             let mut whole = RolloutList::new(5);
             whole.sort = sort;
+            whole.reverse = reverse;
             whole.refresh(&summaries, false);
             assert_eq!(list.rows, whole.rows, "{sort:?}: the order a refresh gives");
             if sort == SortKey::Id {
@@ -497,14 +500,23 @@ mod tests {
             }
             summaries[middle].records -= 1;
         }
-        // Pushed past every other: it moves to the end.
+        // Pushed past every other: it moves to the end, the selection with it.
         let mut list = RolloutList::new(5);
         list.sort = SortKey::Calls;
         list.refresh(&summaries, false);
         let first = list.rows[0];
+        list.scroll.select(0);
         summaries[first].records = usize::MAX;
         list.update(first, &summaries, false);
         assert_eq!(list.rows.last(), Some(&first));
+        assert_eq!(list.selected_rollout(), Some(first));
+        // Filtered out by its change: its row goes.
+        list.filter = summaries[first].rollout_id().to_owned();
+        list.refresh(&summaries, false);
+        assert_eq!(list.rows, [first]);
+        list.filter = "no-such".into();
+        list.update(first, &summaries, false);
+        assert!(list.rows.is_empty());
     }
 
     #[test]

@@ -21,7 +21,7 @@ const POOLED_CAPACITY: usize = 1 << 20;
 
 /// Capacity a buffer may have beyond four times the line it holds: small lines share buffers
 /// of this size rather than each allocating their own.
-pub(crate) const SMALL_LINE_ROOM: usize = 64 << 10;
+const SMALL_LINE_ROOM: usize = 64 << 10;
 
 thread_local! {
     // Per thread: the watcher reads on one; tests read on many at once.

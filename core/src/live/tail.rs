@@ -67,7 +67,9 @@ fn hash_of(bytes: &[u8]) -> u64 {
     let mut last = [0u8; 8];
     last[..words.remainder().len()].copy_from_slice(words.remainder());
     hash = mix(hash, u64::from_le_bytes(last));
-    // Spread the last word's bits over the whole hash.
+    // Spread the last word's bits over the whole hash. (Each round above is a bijection of
+    // the state, so a change to one word always changes it; this last step is not, which
+    // only a collision of two whole heads could show.)
     (hash ^ (hash >> 29)).wrapping_mul(K) ^ (hash >> 32)
 }
 

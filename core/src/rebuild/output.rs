@@ -260,8 +260,9 @@ pub struct BuildOptions {
     pub digest_memo: Option<Arc<DigestMemo>>,
 }
 
-/// The call ids of a build's first records, as an appended record asks about them: made on
-/// the build's first extension, then added to by each record placed. Without it an append
+/// The call ids of a build's first records, as an appended record asks about them: taken in
+/// on the build's first extension, then each record's as the next one is placed (whatever
+/// became of it). Without it an append
 /// compared the ids of every record before it (each record's strings, long out of the caches,
 /// as many misses as records).
 #[derive(Clone, Default)]

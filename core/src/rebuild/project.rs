@@ -256,20 +256,24 @@ fn json_tokens(value: Option<&Value>) -> Result<Vec<u64>, ProjectionError> {
     }
 }
 
-/// Build the response for the main chain, with the reference's checks.
+/// Build the response for the main chain, with the reference's checks. The steps `earlier`
+/// (the previous projection of the chain, before an append extended it) shares are moved
+/// over, and the checks resume after them; `lend_next`: keep this projection's steps with the
+/// response for the next one (a rollout followed live).
 pub(crate) fn project_main_chain(
     rollout_id: &str,
     model: &str,
     records: &[Arc<TokenRecord>],
     build: &BuildOutput,
     earlier: Option<EarlierProjection>,
+    lend_next: bool,
 ) -> Result<RebuiltResponse, ProjectionError> {
     let Some(main) = build.main_chain() else {
         return Err(ProjectionError(
             "ValueError: capture produced no safe trainable chain".into(),
         ));
     };
-    let projected = project_chain(records, build, main, earlier);
+    let projected = project_chain(records, build, main, earlier, lend_next);
     let (lent_items, lent_checked) = projected.lent_part();
     let Projected {
         items: mut output,
@@ -297,11 +301,13 @@ pub(crate) fn project_main_chain(
     // items in the reference's order (its first failure is the one reported), noting its
     // state where each new step ends.
     let new_steps = &mut lendable.steps[lent..];
-    let mut ends = Vec::with_capacity(new_steps.len());
-    new_steps.iter().fold(lent_items, |at, step| {
-        ends.push(at + step.items);
-        at + step.items
-    });
+    let ends: Vec<usize> = new_steps
+        .iter()
+        .scan(lent_items, |at, step| {
+            *at += step.items;
+            Some(*at)
+        })
+        .collect();
     let new_items = || output.iter().enumerate().skip(lent_items);
     let at_step_end = |index: usize| ends.binary_search(&(index + 1)).ok();
     let mut checked = lent_checked;
@@ -328,6 +334,15 @@ pub(crate) fn project_main_chain(
             new_steps[step].checked.seen = seen.clone();
         }
     }
+    // A step whose items end in an inline one leaves a sequence of its own seen (made from
+    // the item's JSON): not kept, nor the steps after it (each would hold the chain again).
+    if let Some(cut) = lendable
+        .steps
+        .iter()
+        .position(|step| !step.checked.seen.ptr_eq(&step.through))
+    {
+        lendable.steps.truncate(cut);
+    }
     Ok(RebuiltResponse {
         id: format!("proj-{rollout_id}"),
         model: model.to_owned(),
@@ -347,8 +362,8 @@ fn generates(item: &ProjectedItem) -> bool {
     }
 }
 
-/// Count an item's tokens into the usage (`checked`'s first two counts), as the reference
-/// does: the first token-bearing item's prompt length, every generation's length.
+/// Count an item's tokens into the usage, as the reference does (the first token-bearing
+/// item's prompt length, every generation's length), and whether it carries generated ones.
 fn count_usage(item: &ProjectedItem, checked: &mut Checked) -> Result<(), ProjectionError> {
     checked.has_tokens |= generates(item);
     match item_tokens(item) {
@@ -534,7 +549,7 @@ mod tests {
     ) -> (String, u64) {
         let earlier = EarlierProjection::take(&mut earlier);
         crate::work::take();
-        let response = project_main_chain("r", "m", records, build, earlier).unwrap();
+        let response = project_main_chain("r", "m", records, build, earlier, true).unwrap();
         (format!("{response:?}"), crate::work::take().steps_projected)
     }
 
@@ -548,11 +563,32 @@ mod tests {
         let before = prefix_merging(&records[..2], &build_options());
         let (_, steps) = projected(&records[..2], &before, None);
         assert_eq!(steps, 2);
-        let response = project_main_chain("r", "m", &records[..2], &before, None).ok();
+        let response = project_main_chain("r", "m", &records[..2], &before, None, true).ok();
         let after = extend_build(&records, before, &build_options()).expect("extended");
         let (lent, steps) = projected(&records, &after, response);
         assert_eq!(steps, 1, "the two earlier steps are lent");
         assert_eq!(lent, projected(&records, &after, None).0);
+    }
+
+    #[test]
+    fn checks_resumed_after_the_lent_steps_fail_as_checks_from_the_start() {
+        // The appended call's first item is inline, its prompt a prefix of the chain that
+        // does not extend what was seen: the contiguity check must resume from the lent
+        // steps' sequence (from nothing, it would pass, and the carrier after it too).
+        let appended = r#"{"generation_log_probs":[-0.5],"generation_token_ids":[8],"model_call_id":"c","parent_call_id":"b","parent_resolution":"resolved","prompt_token_ids":[1,2,3,4,5,6,7],"rollout_id":"r","output_items":[{"type":"message","prompt_token_ids":[1,2,3],"generation_token_ids":[4]},{"type":"message"}],"token_item_index":1}"#;
+        let records = [
+            record("a", None, &[1, 2], &[3]),
+            record("b", Some("a"), &[1, 2, 3, 4], &[5, 6]),
+            Arc::new(TokenRecord::parse(appended.as_bytes()).expect("a valid record")),
+        ];
+        let before = prefix_merging(&records[..2], &build_options());
+        let mut response = project_main_chain("r", "m", &records[..2], &before, None, true).ok();
+        let after = extend_build(&records, before, &build_options()).expect("extended");
+        let earlier = EarlierProjection::take(&mut response);
+        let lent = project_main_chain("r", "m", &records, &after, earlier, true).map(|_| ());
+        let fresh = project_main_chain("r", "m", &records, &after, None, true).map(|_| ());
+        assert!(fresh.is_err(), "not contiguous");
+        assert_eq!(lent, fresh);
     }
 
     #[test]
@@ -567,7 +603,7 @@ mod tests {
         };
         let (old, new) = (shaped(1), shaped(100));
         let old_build = prefix_merging(&old, &build_options());
-        let response = project_main_chain("r", "m", &old, &old_build, None).ok();
+        let response = project_main_chain("r", "m", &old, &old_build, None, true).ok();
         let new_build = prefix_merging(&new, &build_options());
         let (lent, steps) = projected(&new, &new_build, response);
         assert_eq!(steps, 2);

@@ -254,12 +254,15 @@ pub(crate) fn analyze_continuing(
         .unwrap_or_else(|| prefix_merging(records, &build_options));
     let projected = match &build.error {
         Some(error) => Err(ProjectionError(error.clone())),
+        // A rollout followed live (its memo carried from one analysis to the next) keeps its
+        // projection's steps for its next append's.
         None => project_main_chain(
             &capture.location.id,
             &options.model,
             records,
             &build,
             earlier,
+            options.digest_memo.is_some(),
         ),
     };
     let mut reasons = Vec::new();

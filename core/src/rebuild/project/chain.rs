@@ -17,19 +17,23 @@ use crate::rebuild::output::{BuildOutput, Chain, ChainLink};
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
 
-/// The response checks' running state after some items: the usage counted so far, whether a
-/// generated token was seen, and the sequence the contiguity check has seen.
+/// The response checks' running state after some items.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Checked {
+    /// The usage's input tokens: the first token-bearing item's prompt length, once seen.
     pub(super) input_tokens: Option<usize>,
+    /// The usage's output tokens: the generations' lengths so far.
     pub(super) output_tokens: usize,
+    /// Whether an item so far carried generated tokens.
     pub(super) has_tokens: bool,
+    /// The sequence the contiguity check has seen so far.
     pub(super) seen: TokenSeq,
 }
 
 /// One projected step: what it was made from, its items, and the checks' state after them.
 #[derive(Clone)]
 pub(super) struct Step {
+    /// The chain link's node and interstitial range.
     node: usize,
     interstitial: (usize, usize),
     /// The node's sequences, held so that no address compared can be reused meanwhile.
@@ -38,8 +42,9 @@ pub(super) struct Step {
     /// Its items in the output (consecutive, one at least).
     pub(super) items: usize,
     /// The chain's sequence after it.
-    through: TokenSeq,
-    /// Filled in by the checks of the response the step is part of.
+    pub(super) through: TokenSeq,
+    /// The checks' state after its items: set when the response's checks all pass (a
+    /// response that fails them is not kept, so nothing is lent from it).
     pub(super) checked: Checked,
 }
 
@@ -48,15 +53,25 @@ pub(super) struct Step {
 /// A step is lent only when all it was made from is unchanged (its node, its prompt and
 /// cumulative sequences the very same, its interstitial range, the root's prompt length): a
 /// build made whole gives every call a new cumulative sequence, and nothing is lent.
-#[derive(Clone, Default)]
+///
+/// Kept only for a rollout followed live, by the analysis it keeps for its next append: a
+/// copy (the one sent to a UI) and a cold read's hold none, so copying an analysis costs no
+/// pass over the steps, and a response prints the same whatever it lends.
+#[derive(Default)]
 pub(crate) struct Lendable {
     root_prompt_len: usize,
     pub(super) steps: Vec<Step>,
 }
 
+impl Clone for Lendable {
+    fn clone(&self) -> Lendable {
+        Lendable::default()
+    }
+}
+
 impl std::fmt::Debug for Lendable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Lendable({} steps)", self.steps.len())
+        f.write_str("Lendable")
     }
 }
 
@@ -118,12 +133,14 @@ impl Projected {
     }
 }
 
-/// Project a chain into output items with contiguous prompts, lent what `earlier` shares.
+/// Project a chain into output items with contiguous prompts, lent what `earlier` shares;
+/// `lend_next`: keep the steps for the next projection to borrow.
 pub(super) fn project_chain(
     records: &[Arc<TokenRecord>],
     build: &BuildOutput,
     chain: &Chain,
     earlier: Option<EarlierProjection>,
+    lend_next: bool,
 ) -> Projected {
     let (mut items, mut steps) = match earlier {
         Some(earlier) => earlier.lend(build, chain),
@@ -135,7 +152,7 @@ pub(super) fn project_chain(
         .map_or_else(TokenSeq::new, |step| step.through.clone());
     // Steps are kept while each has items and a carrier (its `through`): the next
     // projection resumes after the last one kept.
-    let mut keeping = true;
+    let mut keeping = lend_next;
     crate::work::count(|work| work.steps_projected += (chain.links.len() - lent) as u64);
     for (step, link) in chain.links.iter().enumerate().skip(lent) {
         let node = &build.nodes[link.node];
