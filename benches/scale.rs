@@ -374,6 +374,7 @@ fn main() {
 
     // Live: appends to 50 rollouts while the app follows.
     let cpu_before = tokscope_testkit::cpu_seconds();
+    let faults_before = tokscope_testkit::minor_faults();
     let threads_before = tokscope_testkit::cpu_seconds_by_thread();
     let work_before = tokscope_core::work::process_total();
     let child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -420,6 +421,7 @@ fn main() {
         }
     }
     let cpu = tokscope_testkit::cpu_seconds() - cpu_before;
+    let faults = tokscope_testkit::minor_faults() - faults_before;
     let threads = cpu_by_thread(cpu_before, &threads_before, |seconds| {
         format!("{:.1}%", seconds / live_seconds() as f64 * 100.0)
     });
@@ -450,7 +452,10 @@ fn main() {
         pick(0.5),
         pick(0.99),
     );
-    println!("live CPU by thread (of a core): {threads}");
+    println!(
+        "live CPU by thread (of a core): {threads}; {:.1} fresh pages touched per append",
+        faults as f64 / total as f64
+    );
     let live_frames = frames.get() - frames_before;
     println!(
         "live UI: {live_frames} frames, {:.2} ms a frame; {bursts} batches of events applied, {:.2} ms a batch",
