@@ -80,16 +80,15 @@ impl Health {
     /// and in again was a sixth of the explorer's frame thread while a run was written).
     /// `old` must be counted in (as remove's inverse of add presumes too).
     pub fn replace(&mut self, old: &Summary, new: &Summary) {
-        let empty = BTreeMap::new();
-        let before = if self.count_totals(old, -1) {
+        let before: &[(i64, u32)] = if self.count_totals(old, -1) {
             &old.call_seconds
         } else {
-            &empty
+            &[]
         };
-        let after = if self.count_totals(new, 1) {
+        let after: &[(i64, u32)] = if self.count_totals(new, 1) {
             &new.call_seconds
         } else {
-            &empty
+            &[]
         };
         // Per second, the old count out and the new one in, as remove then add do: both
         // maps walked side by side in order (an append changes a second or two of a
@@ -97,15 +96,15 @@ impl Health {
         let (mut old, mut new) = (before.iter().peekable(), after.iter().peekable());
         loop {
             match (old.peek(), new.peek()) {
-                (Some(&(&a, &n)), Some(&(&b, _))) if a < b => {
+                (Some(&&(a, n)), Some(&&(b, _))) if a < b => {
                     self.count_second(a, n, -1);
                     old.next();
                 }
-                (Some(&(&a, _)), Some(&(&b, &m))) if b < a => {
+                (Some(&&(a, _)), Some(&&(b, m))) if b < a => {
                     self.count_second(b, m, 1);
                     new.next();
                 }
-                (Some(&(&second, &n)), Some(&(_, &m))) => {
+                (Some(&&(second, n)), Some(&&(_, m))) => {
                     if n != m {
                         self.count_second(second, n, -1);
                         self.count_second(second, m, 1);
@@ -113,11 +112,11 @@ impl Health {
                     old.next();
                     new.next();
                 }
-                (Some(&(&a, &n)), None) => {
+                (Some(&&(a, n)), None) => {
                     self.count_second(a, n, -1);
                     old.next();
                 }
-                (None, Some(&(&b, &m))) => {
+                (None, Some(&&(b, m))) => {
                     self.count_second(b, m, 1);
                     new.next();
                 }
@@ -128,7 +127,7 @@ impl Health {
 
     fn count(&mut self, s: &Summary, sign: isize) {
         if self.count_totals(s, sign) {
-            for (&second, &n) in &s.call_seconds {
+            for &(second, n) in &s.call_seconds {
                 self.count_second(second, n, sign);
             }
         }
@@ -281,7 +280,7 @@ mod tests {
     #[test]
     fn calls_per_second() {
         let mut summary = Summary::of(&crate::load::demo_store_analyses()[0]);
-        summary.call_seconds = [(100, 2), (99, 1), (40, 1)].into_iter().collect();
+        summary.call_seconds = vec![(40, 1), (99, 1), (100, 2)];
         let series = Health::of([&summary]).calls_per_second;
         assert_eq!(series.len(), RATE_WINDOW);
         assert_eq!(series[RATE_WINDOW - 1], 2);

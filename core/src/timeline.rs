@@ -149,7 +149,7 @@ impl Timeline {
             return;
         }
         let bucket_ms = self.bucket_ms as i64;
-        for (&second, &n) in &summary.call_seconds {
+        for &(second, n) in &summary.call_seconds {
             let index = (second * 1000).div_euclid(bucket_ms);
             step(
                 &mut self.buckets.entry(index).or_default().calls,
@@ -359,7 +359,7 @@ mod tests {
             .into_iter()
             .find(|s| s.standing() == Standing::Masked && s.cause.is_some())
             .unwrap();
-        base.call_seconds = BTreeMap::from([(100, 2), (161, 1)]);
+        base.call_seconds = vec![(100, 2), (161, 1)];
         // Two calls in flight over 100.5..130.5 and 150..170.
         base.call_spans = vec![(100.5, 130.5), (150.0, 170.0)];
         base.last_write = Some(170.0);
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn a_series_too_long_names_a_bucket_that_fits() {
         let mut s = summaries().into_iter().next().unwrap();
-        s.call_seconds = BTreeMap::from([(0, 1), (10_000_000, 1)]);
+        s.call_seconds = vec![(0, 1), (10_000_000, 1)];
         s.call_spans.clear();
         s.last_write = Some(10_000_000.0);
         let mut timeline = Timeline::new(1.0);

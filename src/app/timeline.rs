@@ -72,7 +72,7 @@ impl App {
     /// screen's width of buckets.
     fn first_bucket(&self) -> f64 {
         let times = self.rollouts.iter().flat_map(|s| {
-            let seconds = s.call_seconds.keys().map(|&t| t as f64);
+            let seconds = s.call_seconds.iter().map(|&(t, _)| t as f64);
             seconds.chain(s.last_write)
         });
         let (low, high) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), t| {

@@ -38,8 +38,10 @@ pub struct Summary {
     pub prefix: (usize, usize),
     /// Placed calls by parent decision: `root`, `resolved`, `recovered`, or the link note.
     pub parent_decisions: BTreeMap<&'static str, usize>,
-    /// Records by whole second of `created_at` (for the calls-per-second series).
-    pub call_seconds: BTreeMap<i64, u32>,
+    /// Records by whole second of `created_at` (for the calls-per-second series), in order
+    /// of second, one entry a second. (A sorted list, not a map: a live append replaces a
+    /// rollout's summary, and the health strip walks the old and the new side by side.)
+    pub call_seconds: Vec<(i64, u32)>,
     /// Calls continuing a parent, each from its parent's `created_at` to its own (UNIX
     /// seconds): it continues the parent's response, so it was dispatched after it. For the
     /// calls-in-flight series.
@@ -72,7 +74,7 @@ impl Summary {
     /// The summary of `analysis`.
     pub fn of(analysis: &Analysis) -> Summary {
         let capture = &analysis.capture;
-        let mut call_seconds = BTreeMap::new();
+        let mut call_seconds = PerSecond::default();
         let mut prefix = (0, 0);
         let mut last_write: Option<f64> = None;
         for record in &capture.records {
@@ -83,11 +85,10 @@ impl Summary {
             prefix.0 += usize::from(record.prefix_requested);
             prefix.1 += usize::from(record.prefix_supplied);
             if record.created_at.is_finite() {
-                *call_seconds
-                    .entry(record.created_at.floor() as i64)
-                    .or_default() += 1;
+                call_seconds.add(record.created_at.floor() as i64);
             }
         }
+        let call_seconds = call_seconds.finish();
         let mut parent_decisions = BTreeMap::new();
         let mut call_spans = Vec::new();
         if let Some(build) = &analysis.build {
@@ -215,10 +216,79 @@ impl From<&Analysis> for Summary {
     }
 }
 
+/// Counts by second as records come, most often in time order: appended to, and sorted
+/// only when they were not.
+#[derive(Default)]
+struct PerSecond {
+    counts: Vec<(i64, u32)>,
+    unordered: bool,
+}
+
+impl PerSecond {
+    fn add(&mut self, second: i64) {
+        match self.counts.last_mut() {
+            Some((last, n)) if *last == second => *n = n.saturating_add(1),
+            last => {
+                self.unordered |= last.is_some_and(|(last, _)| *last > second);
+                self.counts.push((second, 1));
+            }
+        }
+    }
+
+    /// In order of second, one entry a second.
+    fn finish(mut self) -> Vec<(i64, u32)> {
+        if self.unordered {
+            self.counts.sort_by_key(|&(second, _)| second);
+            self.counts.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = kept.1.saturating_add(later.1);
+                }
+                same
+            });
+        }
+        self.counts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rebuild::LinkNote;
+
+    #[test]
+    fn counts_by_second_come_out_in_order_whatever_order_the_records_came_in() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for case in 0..200 {
+            let len = (next() % 40) as usize;
+            // Mostly increasing, as a writer's records are; every fifth case shuffled.
+            let mut seconds: Vec<i64> = (0..len)
+                .map(|k| k as i64 / 3 + (next() % 2) as i64)
+                .collect();
+            if case % 5 == 0 {
+                for at in (1..seconds.len()).rev() {
+                    seconds.swap(at, (next() % (at as u64 + 1)) as usize);
+                }
+            }
+            let mut counted = PerSecond::default();
+            let mut expected: BTreeMap<i64, u32> = BTreeMap::new();
+            for &second in &seconds {
+                counted.add(second);
+                *expected.entry(second).or_default() += 1;
+            }
+            assert_eq!(
+                counted.finish(),
+                expected.into_iter().collect::<Vec<_>>(),
+                "{seconds:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_live_rollout_waits_on_calls_in_flight_and_is_at_risk_only_for_incurable_reasons() {
