@@ -15,7 +15,7 @@ use std::path::Path;
 use tokscope_core::live::{LiveStore, StoreEvent};
 use tokscope_core::store::RolloutLocation;
 use tokscope_core::store::read::read_capture;
-use tokscope_core::verdict::{Analysis, VerdictOptions, analyze};
+use tokscope_core::verdict::{Analysis, Summary, VerdictOptions, analyze};
 use tokscope_core::work;
 use tokscope_testkit::{Call, Lineage, Rng, RunWriter};
 
@@ -284,6 +284,24 @@ fn detail(events: Vec<StoreEvent>) -> Option<Analysis> {
     })
 }
 
+/// As [`detail`], the summary sent with the analysis checked against a cold read's on the
+/// way (a live summary adds an append's record to what it read of the earlier ones).
+fn detail_and_summary(events: Vec<StoreEvent>) -> Option<Analysis> {
+    let summary = events.iter().find_map(|event| match event {
+        StoreEvent::Updated(summary) => Some(summary.clone()),
+        _ => None,
+    });
+    let analysis = detail(events)?;
+    let summary = summary.expect("a change sends the summary with the analysis");
+    let cold = analyze(read_capture(&analysis.capture.location), &analysis.options);
+    assert_eq!(
+        *summary,
+        Summary::of(&cold),
+        "the live summary is a cold read's"
+    );
+    Some(analysis)
+}
+
 /// The live analysis after a change must print as a cold read's.
 fn assert_same_as_cold(live: Analysis, options: &VerdictOptions, what: &str) {
     let cold = analyze(read_capture(&live.capture.location), options);
@@ -342,7 +360,7 @@ fn appends_extend_the_build_exactly_as_building_again() {
                 // Sometimes read between the intent and its record (a call in flight).
                 if k == 0
                     && rng.range(0, 4) == 0
-                    && let Some(live) = detail(store.poll().unwrap())
+                    && let Some(live) = detail_and_summary(store.poll().unwrap())
                 {
                     assert_same_as_cold(
                         live,
@@ -353,14 +371,15 @@ fn appends_extend_the_build_exactly_as_building_again() {
                 writer.append(ROLLOUT, call).unwrap();
             }
             work::take();
-            let live = detail(store.poll().unwrap()).expect("the rollout changed");
+            let events = store.poll().unwrap();
             extended += work::take().extended_builds;
+            let live = detail_and_summary(events).expect("the rollout changed");
             appends += 1;
             assert_same_as_cold(live, &options, &format!("seed {seed} turn {turn}"));
         }
         // Frozen at the end: judged once more, as a cold read.
         writer.freeze(ROLLOUT).unwrap();
-        let live = detail(store.poll().unwrap()).expect("the freeze is a change");
+        let live = detail_and_summary(store.poll().unwrap()).expect("the freeze is a change");
         assert_same_as_cold(live, &options, &format!("seed {seed}, frozen"));
     }
     // Many reads extend (the sequences are mostly an agent going on): the test would pass

@@ -256,21 +256,26 @@ impl LiveStore {
         self.refreshes += 1;
         crate::work::count(|work| work.refreshes += 1);
         let options = crate::load::options_for(&self.options, &self.rows, location);
-        let analysis = match self.rollouts.entry(location.clone()) {
+        let (rollout, changed) = match self.rollouts.entry(location.clone()) {
             std::collections::hash_map::Entry::Occupied(known) => {
-                known.into_mut().refresh(&options)
+                let rollout = known.into_mut();
+                let changed = rollout.refresh(&options).is_some();
+                (rollout, changed)
             }
             std::collections::hash_map::Entry::Vacant(new) => {
                 // A new rollout is always reported, even with no file to read (a lock only).
                 let rollout = new.insert(LiveRollout::new(location.clone()));
-                Some(rollout.read_new(&options))
+                rollout.read_new(&options);
+                (rollout, true)
             }
         };
         let mut events = Vec::new();
-        if let Some(analysis) = analysis {
+        if let Some(summary) = changed.then(|| rollout.summary()).flatten() {
             // Its summary; the whole analysis only to a UI looking at it (a copy).
-            events.push(StoreEvent::updated(analysis));
-            if self.focus.contains(location) {
+            events.push(StoreEvent::Updated(Box::new(summary)));
+            if self.focus.contains(location)
+                && let Some(analysis) = rollout.last_analysis()
+            {
                 events.push(StoreEvent::Detail(Box::new(analysis.clone())));
             }
             self.warm(location);

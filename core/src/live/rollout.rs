@@ -7,7 +7,7 @@ use super::tail::{Change, FileTail};
 use crate::store::RolloutLocation;
 use crate::store::layout::FileKind;
 use crate::store::read::{FileBytes, LineCache, capture_from, io_issue};
-use crate::verdict::{Analysis, VerdictOptions, analyze_continuing};
+use crate::verdict::{Analysis, RecordTally, Summary, VerdictOptions, analyze_continuing};
 
 /// A rollout whose records file changed this recently when the first scan reads it is being
 /// written: it is kept hot (see [`HOT_ROLLOUTS`]).
@@ -34,6 +34,9 @@ pub struct LiveRollout {
     /// The last analysis, while hot: an append extends its build instead of building again,
     /// and the watcher sends a copy only of the rollouts the UI looks at.
     last: Option<Analysis>,
+    /// What its summaries read of its records, while hot: an append's summary takes in its
+    /// own record alone.
+    tally: RecordTally,
 }
 
 impl LiveRollout {
@@ -48,8 +51,21 @@ impl LiveRollout {
             memo: Default::default(),
             frozen: false,
             last: None,
+            tally: RecordTally::default(),
             location,
         }
+    }
+
+    /// The last analysis, while hot.
+    pub(super) fn last_analysis(&self) -> Option<&Analysis> {
+        self.last.as_ref()
+    }
+
+    /// The summary of the last analysis (`None` before one), its records' part kept up to
+    /// date from the summary before.
+    pub(super) fn summary(&mut self) -> Option<Summary> {
+        let analysis = self.last.as_ref()?;
+        Some(Summary::of_tallied(analysis, &mut self.tally))
     }
 
     /// Drop the bytes, parsed lines and digests: the rollout is no longer followed closely
@@ -60,6 +76,7 @@ impl LiveRollout {
         }
         self.cache = LineCache::kept();
         self.last = None;
+        self.tally = RecordTally::default();
         if self.frozen {
             self.memo.clear();
         } else {

@@ -6,6 +6,7 @@ pub mod cause;
 mod reason;
 mod standing;
 mod summary;
+pub(crate) use summary::RecordTally;
 pub use summary::Summary;
 
 pub use reason::MaskReason;

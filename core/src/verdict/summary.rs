@@ -2,12 +2,13 @@
 //! build: a few hundred bytes, kept for every rollout of a store of any size.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::cause::{Cause, cause_of};
 use super::standing::{LiveStatus, Standing};
 use super::{Analysis, Lifecycle, MaskReason, Verdict};
 use crate::observe::RowContext;
-use crate::store::{IssueKind, RolloutLocation};
+use crate::store::{IssueKind, RolloutLocation, TokenRecord};
 
 /// A rollout reduced to its counts, verdict and health contributions.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,29 +74,24 @@ impl Summary {
 
     /// The summary of `analysis`.
     pub fn of(analysis: &Analysis) -> Summary {
+        Summary::of_tallied(analysis, &mut RecordTally::default())
+    }
+
+    /// The summary of `analysis`, its records' part taken from `tally`, which the records
+    /// new since it was last used are added to (a rollout followed live keeps one: an append
+    /// costs its own record, not a walk over the rollout's, long out of the caches).
+    pub(crate) fn of_tallied(analysis: &Analysis, tally: &mut RecordTally) -> Summary {
         let capture = &analysis.capture;
-        let mut call_seconds = PerSecond::default();
-        let mut prefix = (0, 0);
-        let mut last_write: Option<f64> = None;
-        for record in &capture.records {
-            if record.created_at.is_finite() {
-                last_write =
-                    Some(last_write.map_or(record.created_at, |t| t.max(record.created_at)));
-            }
-            prefix.0 += usize::from(record.prefix_requested);
-            prefix.1 += usize::from(record.prefix_supplied);
-            if record.created_at.is_finite() {
-                call_seconds.add(record.created_at.floor() as i64);
-            }
-        }
-        let call_seconds = call_seconds.finish();
+        tally.take_in(&capture.records);
+        let (prefix, last_write) = (tally.prefix, tally.last_write);
+        let call_seconds = tally.seconds.counts.clone();
         let mut parent_decisions = BTreeMap::new();
         let mut call_spans = Vec::new();
         if let Some(build) = &analysis.build {
             for node in &build.nodes {
                 if let Some(parent) = node.parent {
-                    let start = capture.records[build.nodes[parent].record].created_at;
-                    let end = capture.records[node.record].created_at;
+                    let start = tally.times[build.nodes[parent].record];
+                    let end = tally.times[node.record];
                     if start.is_finite() && end.is_finite() && start < end {
                         call_spans.push((start, end));
                     }
@@ -216,38 +212,70 @@ impl From<&Analysis> for Summary {
     }
 }
 
-/// Counts by second as records come, most often in time order: appended to, and sorted
-/// only when they were not.
-#[derive(Default)]
+/// What a summary reads of a rollout's records, kept from one summary to the next of a
+/// rollout followed live: the records taken in so far are those the next capture starts
+/// with (the very same, carried over by the read), or all is taken in again.
+#[derive(Debug, Default)]
+pub(crate) struct RecordTally {
+    /// The records taken in (held: no address compared is reused meanwhile).
+    records: Vec<Arc<TokenRecord>>,
+    /// Their `created_at`, in order (the calls' spans are read from here).
+    times: Vec<f64>,
+    /// Records by whole second of `created_at`.
+    seconds: PerSecond,
+    /// Records that requested the verified prefix, and those that proved it supplied.
+    prefix: (usize, usize),
+    /// The latest finite `created_at`.
+    last_write: Option<f64>,
+}
+
+impl RecordTally {
+    /// Take in `records`: those after the ones taken in before, when `records` starts with
+    /// them; else all of them, from nothing.
+    fn take_in(&mut self, records: &[Arc<TokenRecord>]) {
+        let kept = self.records.len();
+        let continues = kept <= records.len()
+            && self
+                .records
+                .iter()
+                .zip(records)
+                .all(|(taken, now)| Arc::ptr_eq(taken, now));
+        if !continues {
+            *self = RecordTally::default();
+        }
+        for record in &records[self.records.len()..] {
+            let at = record.created_at;
+            if at.is_finite() {
+                self.last_write = Some(self.last_write.map_or(at, |t| t.max(at)));
+                self.seconds.add(at.floor() as i64);
+            }
+            self.prefix.0 += usize::from(record.prefix_requested);
+            self.prefix.1 += usize::from(record.prefix_supplied);
+            self.times.push(at);
+            self.records.push(Arc::clone(record));
+        }
+    }
+}
+
+/// Counts by second, in order of second, one entry a second: records come most often in
+/// time order, so a count is most often the last one's or a new one after it.
+#[derive(Debug, Default)]
 struct PerSecond {
     counts: Vec<(i64, u32)>,
-    unordered: bool,
 }
 
 impl PerSecond {
     fn add(&mut self, second: i64) {
         match self.counts.last_mut() {
             Some((last, n)) if *last == second => *n = n.saturating_add(1),
-            last => {
-                self.unordered |= last.is_some_and(|(last, _)| *last > second);
-                self.counts.push((second, 1));
-            }
-        }
-    }
-
-    /// In order of second, one entry a second.
-    fn finish(mut self) -> Vec<(i64, u32)> {
-        if self.unordered {
-            self.counts.sort_by_key(|&(second, _)| second);
-            self.counts.dedup_by(|later, kept| {
-                let same = later.0 == kept.0;
-                if same {
-                    kept.1 = kept.1.saturating_add(later.1);
+            Some((last, _)) if *last > second => {
+                match self.counts.binary_search_by_key(&second, |&(s, _)| s) {
+                    Ok(at) => self.counts[at].1 = self.counts[at].1.saturating_add(1),
+                    Err(at) => self.counts.insert(at, (second, 1)),
                 }
-                same
-            });
+            }
+            _ => self.counts.push((second, 1)),
         }
-        self.counts
     }
 }
 
@@ -255,6 +283,49 @@ impl PerSecond {
 mod tests {
     use super::*;
     use crate::rebuild::LinkNote;
+
+    #[test]
+    fn a_tally_goes_on_from_the_records_it_took_in_and_starts_over_for_others() {
+        let record = |id: &str, at: f64, requested: bool| {
+            let line = format!(
+                r#"{{"generation_log_probs":[-0.5],"generation_token_ids":[2],"model_call_id":"{id}","parent_call_id":null,"parent_resolution":"root","prompt_token_ids":[1],"rollout_id":"r","created_at":{at},"prefix_requested":{requested}}}"#
+            );
+            Arc::new(TokenRecord::parse(line.as_bytes()).expect("a valid record"))
+        };
+        let fresh = |records: &[Arc<TokenRecord>]| {
+            let mut tally = RecordTally::default();
+            tally.take_in(records);
+            tally
+        };
+        let same = |a: &RecordTally, b: &RecordTally| {
+            a.times == b.times
+                && a.seconds.counts == b.seconds.counts
+                && a.prefix == b.prefix
+                && a.last_write == b.last_write
+                && a.records.len() == b.records.len()
+        };
+        let first = vec![record("a", 10.5, true), record("b", 11.2, false)];
+        let mut tally = fresh(&first);
+        // Appended: the new record alone is taken in.
+        let mut grown = first.clone();
+        grown.push(record("c", 9.9, true));
+        tally.take_in(&grown);
+        assert!(same(&tally, &fresh(&grown)));
+        assert_eq!(tally.seconds.counts, [(9, 1), (10, 1), (11, 1)]);
+        assert_eq!((tally.prefix, tally.last_write), ((2, 0), Some(11.2)));
+        // Read again (other records, as many and more): started over.
+        let other = vec![
+            record("a", 20.0, false),
+            record("b", 21.0, false),
+            record("c", 22.0, false),
+            record("d", 23.0, true),
+        ];
+        tally.take_in(&other);
+        assert!(same(&tally, &fresh(&other)));
+        // Fewer records: started over too.
+        tally.take_in(&other[..1]);
+        assert!(same(&tally, &fresh(&other[..1])));
+    }
 
     #[test]
     fn counts_by_second_come_out_in_order_whatever_order_the_records_came_in() {
@@ -283,7 +354,7 @@ mod tests {
                 *expected.entry(second).or_default() += 1;
             }
             assert_eq!(
-                counted.finish(),
+                counted.counts,
                 expected.into_iter().collect::<Vec<_>>(),
                 "{seconds:?}"
             );
