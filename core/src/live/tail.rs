@@ -477,8 +477,8 @@ mod tests {
 
     #[test]
     fn the_head_hash_tells_apart_a_change_anywhere_in_the_bytes() {
-        let mut rng = xorshift(7);
-        let base: Vec<u8> = (0..4099).map(|_| rng() as u8).collect();
+        let mut rng = tokscope_testkit::Rng::new(7);
+        let base: Vec<u8> = (0..4099).map(|_| rng.next_u64() as u8).collect();
         let mut seen = std::collections::HashSet::new();
         for len in [0, 1, 7, 8, 9, 4096, 4099] {
             assert!(seen.insert(hash_of(&base[..len])), "length {len}");
@@ -487,17 +487,6 @@ mod tests {
             let mut changed = base.clone();
             changed[at] ^= 1 << (at % 8);
             assert!(seen.insert(hash_of(&changed)), "a bit flipped at {at}");
-        }
-    }
-
-    /// A small deterministic generator (xorshift).
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
         }
     }
 

@@ -329,22 +329,16 @@ mod tests {
 
     #[test]
     fn counts_by_second_come_out_in_order_whatever_order_the_records_came_in() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = tokscope_testkit::Rng::new(23);
         for case in 0..200 {
-            let len = (next() % 40) as usize;
+            let len = rng.range(0, 40) as usize;
             // Mostly increasing, as a writer's records are; every fifth case shuffled.
             let mut seconds: Vec<i64> = (0..len)
-                .map(|k| k as i64 / 3 + (next() % 2) as i64)
+                .map(|k| k as i64 / 3 + rng.range(0, 2) as i64)
                 .collect();
             if case % 5 == 0 {
                 for at in (1..seconds.len()).rev() {
-                    seconds.swap(at, (next() % (at as u64 + 1)) as usize);
+                    seconds.swap(at, rng.range(0, at as u64 + 1) as usize);
                 }
             }
             let mut counted = PerSecond::default();
