@@ -152,46 +152,54 @@ fn pad(out: &mut Vec<u8>, len: u64) {
     out.extend_from_slice(&(len * 8).to_be_bytes());
 }
 
+/// One interleaved step: from each lane's `pending` bytes (whole blocks; none for a lane done
+/// or waiting) hash as many as the lane with the fewest has, into its state; those bytes and
+/// how many lanes hashed them, or `None` when no lane has any.
+fn compress_step(states: &mut [State], pending: &[&[u8]]) -> Option<(usize, usize)> {
+    let active: Vec<usize> = (0..pending.len())
+        .filter(|&lane| !pending[lane].is_empty())
+        .collect();
+    let step = active.iter().map(|&lane| pending[lane].len()).min()?;
+    let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
+    let blocks: Vec<&[u8]> = active.iter().map(|&lane| &pending[lane][..step]).collect();
+    compress_many(&mut hashing, &blocks);
+    for (&lane, state) in active.iter().zip(hashing) {
+        states[lane] = state;
+    }
+    Some((step, active.len()))
+}
+
 /// Hash up to [`LANES`] messages given as runs of whole blocks, their rounds interleaved
 /// while more than one is left.
 fn hash_lanes(messages: &[Vec<Cow<'_, [u8]>>]) -> Vec<[u8; 32]> {
     let lanes = messages.len();
     debug_assert!(lanes <= LANES);
+    debug_assert!(messages.iter().flatten().all(|run| !run.is_empty()));
     let mut states = vec![State::new(); lanes];
     // Each lane's run and bytes of it hashed.
     let mut at = vec![(0usize, 0usize); lanes];
     let mut together = 0usize;
     loop {
-        let active: Vec<usize> = (0..lanes)
-            .filter(|&lane| at[lane].0 < messages[lane].len())
-            .collect();
-        let Some(step) = active
-            .iter()
-            .map(|&lane| messages[lane][at[lane].0].len() - at[lane].1)
-            .min()
-        else {
-            break;
-        };
-        let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
-        let blocks: Vec<&[u8]> = active
-            .iter()
-            .map(|&lane| {
+        let pending: Vec<&[u8]> = (0..lanes)
+            .map(|lane| {
                 let (run, done) = at[lane];
-                &messages[lane][run][done..done + step]
+                messages[lane].get(run).map_or(&[][..], |run| &run[done..])
             })
             .collect();
-        compress_many(&mut hashing, &blocks);
-        for (&lane, state) in active.iter().zip(hashing) {
-            states[lane] = state;
-            let (run, done) = &mut at[lane];
-            *done += step;
-            if *done == messages[lane][*run].len() {
-                *run += 1;
-                *done = 0;
+        let Some((step, hashed)) = compress_step(&mut states, &pending) else {
+            break;
+        };
+        for (lane, (run, done)) in at.iter_mut().enumerate() {
+            if !pending[lane].is_empty() {
+                *done += step;
+                if *done == messages[lane][*run].len() {
+                    *run += 1;
+                    *done = 0;
+                }
             }
         }
-        if active.len() > 1 {
-            together += step * active.len();
+        if hashed > 1 {
+            together += step * hashed;
         }
     }
     // Counted in tokens, the headers and padding (at most 96 bytes a message) left out.
@@ -294,30 +302,20 @@ fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
                 ended[lane] = messages[lane].fill(&mut windows[lane], WINDOW);
             }
         }
-        let active: Vec<usize> = (0..lanes)
-            .filter(|&lane| hashed[lane] < windows[lane].len())
+        // What each lane has at hand (whole blocks: windows and their padding are).
+        let pending: Vec<&[u8]> = (0..lanes)
+            .map(|lane| &windows[lane][hashed[lane]..])
             .collect();
-        // The bytes every lane still hashing has at hand (whole blocks: windows and their
-        // padding are).
-        let Some(step) = active
-            .iter()
-            .map(|&lane| windows[lane].len() - hashed[lane])
-            .min()
-        else {
+        let Some((step, lanes_hashed)) = compress_step(&mut states, &pending) else {
             break;
         };
-        let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
-        let blocks: Vec<&[u8]> = active
-            .iter()
-            .map(|&lane| &windows[lane][hashed[lane]..hashed[lane] + step])
-            .collect();
-        compress_many(&mut hashing, &blocks);
-        for (&lane, state) in active.iter().zip(hashing) {
-            states[lane] = state;
-            hashed[lane] += step;
+        for (lane, done) in hashed.iter_mut().enumerate() {
+            if !pending[lane].is_empty() {
+                *done += step;
+            }
         }
-        if active.len() > 1 {
-            together += step * active.len();
+        if lanes_hashed > 1 {
+            together += step * lanes_hashed;
         }
     }
     crate::work::count(|work| work.tokens_hashed_together += (together / 8) as u64);
