@@ -463,11 +463,12 @@ fn main() {
         applying.as_secs_f64() * 1e3 / bursts.max(1) as f64,
     );
     println!(
-        "live work: {} records parsed, {:.0} tokens hashed per append ({:.0}% from one array, {:.0}% beside other digests); {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected, {:.2} response items checked per append",
+        "live work: {} records parsed, {:.0} tokens hashed per append ({:.0}% from one array, {:.0}% beside other digests, {:.0}% sixteen at once); {} builds extended, {} made whole; {:.2} rollout reads per append, {:.0} bytes read again per append, {:.2} chain steps projected, {:.2} response items checked per append",
         work.records_parsed,
         work.tokens_hashed as f64 / total as f64,
         work.tokens_hashed_contiguous as f64 * 100.0 / work.tokens_hashed.max(1) as f64,
         work.tokens_hashed_together as f64 * 100.0 / work.tokens_hashed.max(1) as f64,
+        work.tokens_hashed_wide as f64 * 100.0 / work.tokens_hashed.max(1) as f64,
         work.extended_builds,
         work.full_builds,
         work.refreshes as f64 / total as f64,

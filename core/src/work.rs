@@ -19,6 +19,9 @@ pub struct Work {
     /// Of those, tokens hashed beside other sequences (several digests' rounds interleaved,
     /// see `rebuild::lanes`).
     pub tokens_hashed_together: u64,
+    /// Of those, tokens hashed sixteen sequences at once (on AVX-512, where that is faster
+    /// than the SHA extensions; see `rebuild::lanes::wide`).
+    pub tokens_hashed_wide: u64,
     /// Of those, tokens hashed from a live rollout's contiguous copy of its newest call's
     /// sequence (see `rebuild::memo::DigestMemo::follow`).
     pub tokens_hashed_contiguous: u64,
@@ -45,7 +48,7 @@ pub struct Work {
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 12;
+const FIELDS: usize = 13;
 
 impl Work {
     /// Nothing done.
@@ -57,6 +60,7 @@ impl Work {
             self.records_parsed,
             self.tokens_hashed,
             self.tokens_hashed_together,
+            self.tokens_hashed_wide,
             self.tokens_hashed_contiguous,
             self.calls_linked,
             self.full_builds,
@@ -74,6 +78,7 @@ impl Work {
             records_parsed,
             tokens_hashed,
             tokens_hashed_together,
+            tokens_hashed_wide,
             tokens_hashed_contiguous,
             calls_linked,
             full_builds,
@@ -88,6 +93,7 @@ impl Work {
             records_parsed,
             tokens_hashed,
             tokens_hashed_together,
+            tokens_hashed_wide,
             tokens_hashed_contiguous,
             calls_linked,
             full_builds,

@@ -76,9 +76,9 @@ pub struct LiveStore {
     unlistable: std::collections::BTreeSet<PathBuf>,
     /// What listing found to report (a directory unlistable, or listable again).
     listing_events: Vec<StoreEvent>,
-    /// Rollouts that changed since the digests were last hashed ahead
-    /// ([`LiveStore::hash_ahead`]; a set: a store nobody hashes ahead for keeps one entry a
-    /// rollout, not one an append).
+    /// Rollouts whose digests wait to be hashed ahead: those that changed since the digests
+    /// were last hashed ([`LiveStore::hash_ahead`]; a set: a store nobody hashes ahead for
+    /// keeps one entry a rollout, not one an append).
     changed: std::collections::BTreeSet<RolloutLocation>,
 }
 
@@ -288,18 +288,38 @@ impl LiveStore {
 
     /// Compute ahead the digests that the next appends to the rollouts changed since the
     /// last call will ask for, those of the rollouts together (see
-    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)). The watcher calls it once a burst's
-    /// or a poll's changes are sent; a frozen rollout gets no more calls and is skipped.
+    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)), once there are enough of them to
+    /// fill the lanes that hash them ([`hash_ahead_batch`](crate::rebuild::memo::hash_ahead_batch)):
+    /// a rollout appended to again before then has its link check hash its parent's digest
+    /// alone, as it would have been here, and the others still wait for full lanes. The
+    /// watcher calls it once a burst's or a poll's changes are sent; a frozen rollout gets no
+    /// more calls and is skipped.
     pub fn hash_ahead(&mut self) {
-        let changed = std::mem::take(&mut self.changed);
+        self.hash_changed(crate::rebuild::memo::hash_ahead_batch());
+    }
+
+    /// Hash ahead the changed rollouts' digests if there are at least `at_least` to hash;
+    /// else keep the rollouts whose digests wait.
+    fn hash_changed(&mut self, at_least: usize) {
+        let changed: Vec<RolloutLocation> = std::mem::take(&mut self.changed)
+            .into_iter()
+            .filter(|location| {
+                self.rollouts
+                    .get(location)
+                    .is_some_and(|rollout| !rollout.frozen())
+            })
+            .collect();
         let memos: Vec<&crate::rebuild::memo::DigestMemo> = changed
             .iter()
-            .filter_map(|location| self.rollouts.get(location))
-            .filter(|rollout| !rollout.frozen())
-            .map(|rollout| &*rollout.memo)
+            .map(|location| &*self.rollouts[location].memo)
             .collect();
-        if !memos.is_empty() {
-            crate::rebuild::memo::hash_ahead(&memos);
+        if memos.is_empty() {
+            return;
+        }
+        if let crate::rebuild::memo::HashedAhead::Waiting(waiting) =
+            crate::rebuild::memo::hash_ahead(&memos, at_least)
+        {
+            self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
         }
     }
 
@@ -427,6 +447,59 @@ mod tests {
         std::fs::rename(&other, &path).unwrap();
         rollout.refresh(&options).expect("changed");
         assert_eq!(take_digests_computed(), 11);
+    }
+
+    #[test]
+    fn digests_wait_for_a_full_batch_unless_their_rollout_changes_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = conversation(4);
+        let line_ends: Vec<usize> = whole.match_indices('\n').map(|(at, _)| at + 1).collect();
+        let locations: Vec<RolloutLocation> = ["a", "b", "c"]
+            .iter()
+            .map(|id| rollout_with(dir.path(), id, &whole[..line_ends[1]]))
+            .collect();
+        let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
+        // Read with two calls, then a third appended to each (an append's build is extended:
+        // its newest call is the one whose digest the next append asks for).
+        for location in &locations {
+            store.refresh(location);
+            std::fs::write(location.path(FileKind::Records), &whole[..line_ends[2]]).unwrap();
+            store.refresh(location);
+        }
+        take_digests_computed();
+        // Three digests to hash ahead (each rollout's third call's), fewer than asked for:
+        // they wait.
+        store.hash_changed(4);
+        assert_eq!(take_digests_computed(), 0, "waiting for a fourth");
+        assert_eq!(store.changed.len(), 3);
+        // An append to one of them: its link check hashes the parent's digest, alone.
+        std::fs::write(locations[0].path(FileKind::Records), &whole).unwrap();
+        let events = store.refresh(&locations[0]);
+        assert!(!events.is_empty());
+        assert_eq!(
+            take_digests_computed(),
+            1,
+            "the parent's, hashed ahead alone"
+        );
+        // The others still wait (and the changed rollout's new newest call joins them),
+        // until as many as asked for are there.
+        store.hash_changed(4);
+        assert_eq!(take_digests_computed(), 0);
+        store.hash_changed(3);
+        assert_eq!(take_digests_computed(), 3);
+        assert!(store.changed.is_empty());
+        let summary = store
+            .rollouts
+            .get_mut(&locations[0])
+            .unwrap()
+            .summary()
+            .unwrap();
+        assert_eq!(summary.records, 4);
+        assert!(
+            summary.reasons.is_empty(),
+            "every link holds: {:?}",
+            summary.reasons
+        );
     }
 
     #[test]

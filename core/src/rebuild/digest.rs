@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
 
+use super::lanes::wide::{self, WIDE_LANES};
 use super::lanes::{LANES, State, compress_many};
 use crate::store::seq::TokenSeq;
 
@@ -99,22 +100,138 @@ pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
 }
 
 /// Digests of sequences kept encoded ([`encode_onto`]'s bytes, a whole number of tokens
-/// each), up to [`LANES`] hashed at once: what [`digest_encoded`] of each gives, in order.
+/// each), hashed together (see [`hash_messages`]): what [`digest_encoded`] of each gives, in
+/// order.
 pub(crate) fn digest_many_encoded(bodies: &[&[u8]]) -> Vec<String> {
     #[cfg(test)]
     COMPUTED.set(COMPUTED.get() + bodies.len());
     let tokens: usize = bodies.iter().map(|body| body.len() / 8).sum();
     crate::work::count(|work| work.tokens_hashed += tokens as u64);
-    let mut order: Vec<usize> = (0..bodies.len()).collect();
-    order.sort_by_key(|&i| bodies[i].len());
-    let mut out = vec![String::new(); bodies.len()];
-    for group in order.chunks(LANES) {
-        let messages: Vec<Vec<Cow<'_, [u8]>>> =
-            group.iter().map(|&i| encoded_blocks(bodies[i])).collect();
-        for (&i, digest) in group.iter().zip(hash_lanes(&messages)) {
-            out[i] = hex(&digest);
+    let messages: Vec<Vec<Cow<'_, [u8]>>> =
+        bodies.iter().map(|body| encoded_blocks(body)).collect();
+    hash_messages(&messages, wide::min_lanes())
+        .iter()
+        .map(|digest| hex(digest))
+        .collect()
+}
+
+/// A message being hashed: its state, and its runs of whole blocks still to hash.
+struct Job<'a> {
+    /// Its place among the messages.
+    message: usize,
+    state: State,
+    /// The runs left, the first one's hashed bytes cut off.
+    runs: std::collections::VecDeque<&'a [u8]>,
+}
+
+impl<'a> Job<'a> {
+    /// The bytes to hash next, of one run (empty once all are hashed).
+    fn pending(&self) -> &'a [u8] {
+        self.runs.front().copied().unwrap_or_default()
+    }
+
+    /// `step` bytes of [`Job::pending`] hashed.
+    fn advance(&mut self, step: usize) {
+        if let Some(run) = self.runs.front_mut() {
+            *run = &run[step..];
+            if run.is_empty() {
+                self.runs.pop_front();
+            }
         }
     }
+
+    fn left(&self) -> usize {
+        self.runs.iter().map(|run| run.len()).sum()
+    }
+}
+
+/// Hash messages given as runs of whole blocks: sixteen at a time while at least
+/// `wide_from` are left (a lane refilled from the others as soon as its message ends;
+/// `None`: never), then up to [`LANES`] at a time, their rounds interleaved.
+fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> Vec<[u8; 32]> {
+    debug_assert!(messages.iter().flatten().all(|run| !run.is_empty()));
+    let mut jobs: Vec<Job<'_>> = messages
+        .iter()
+        .enumerate()
+        .map(|(message, runs)| Job {
+            message,
+            state: State::new(),
+            runs: runs.iter().map(|run| &run[..]).collect(),
+        })
+        .collect();
+    let mut out = vec![[0u8; 32]; messages.len()];
+    // Bytes hashed beside other messages, and of those sixteen lanes at a time.
+    let (mut together, mut wide_bytes) = (0usize, 0usize);
+    if let Some(wide_from) = wide_from.filter(|&from| jobs.len() >= from) {
+        // Longest first: the messages left to the narrow lanes at the end are short ones.
+        jobs.sort_by_key(|job| std::cmp::Reverse(job.left()));
+        let mut queue = std::mem::take(&mut jobs).into_iter();
+        let mut lanes: Vec<Job<'_>> = Vec::with_capacity(WIDE_LANES);
+        loop {
+            lanes.extend(queue.by_ref().take(WIDE_LANES - lanes.len()));
+            if lanes.len() < wide_from {
+                break;
+            }
+            let step = lanes
+                .iter()
+                .map(|job| job.pending().len())
+                .min()
+                .unwrap_or(0);
+            // Lanes without a message hash the first one's bytes again, for nothing.
+            let mut states: [State; WIDE_LANES] =
+                std::array::from_fn(|lane| lanes.get(lane).map_or(State::new(), |job| job.state));
+            let blocks: [&[u8]; WIDE_LANES] =
+                std::array::from_fn(|lane| &lanes.get(lane).unwrap_or(&lanes[0]).pending()[..step]);
+            wide::compress(&mut states, blocks);
+            wide_bytes += step * lanes.len();
+            for (job, state) in lanes.iter_mut().zip(states) {
+                job.state = state;
+                job.advance(step);
+            }
+            lanes.retain(|job| {
+                let done = job.runs.is_empty();
+                if done {
+                    out[job.message] = job.state.bytes();
+                }
+                !done
+            });
+        }
+        jobs = lanes;
+        jobs.extend(queue);
+    }
+    // Messages of like lengths together: a lane whose message ends early leaves the others
+    // to go on with fewer lanes.
+    jobs.sort_by_key(Job::left);
+    for group in jobs.chunks_mut(LANES) {
+        loop {
+            let pending: Vec<&[u8]> = group.iter().map(Job::pending).collect();
+            let mut states: Vec<State> = group.iter().map(|job| job.state).collect();
+            let Some((step, hashed)) = compress_step(&mut states, &pending) else {
+                break;
+            };
+            for (job, state) in group.iter_mut().zip(states) {
+                if !job.pending().is_empty() {
+                    job.state = state;
+                    job.advance(step);
+                }
+            }
+            if hashed > 1 {
+                together += step * hashed;
+            }
+        }
+        for job in group.iter() {
+            out[job.message] = job.state.bytes();
+        }
+    }
+    // Counted in tokens, the headers and padding (at most 96 bytes a message) left out.
+    let tokens: usize = messages
+        .iter()
+        .map(|runs| (runs.iter().map(|run| run.len()).sum::<usize>() / 8).saturating_sub(12))
+        .sum();
+    crate::work::count(|work| {
+        work.tokens_hashed_together += ((together + wide_bytes) / 8).min(tokens) as u64;
+        work.tokens_hashed_wide += (wide_bytes / 8).min(tokens) as u64;
+    });
     out
 }
 
@@ -167,48 +284,6 @@ fn compress_step(states: &mut [State], pending: &[&[u8]]) -> Option<(usize, usiz
         states[lane] = state;
     }
     Some((step, active.len()))
-}
-
-/// Hash up to [`LANES`] messages given as runs of whole blocks, their rounds interleaved
-/// while more than one is left.
-fn hash_lanes(messages: &[Vec<Cow<'_, [u8]>>]) -> Vec<[u8; 32]> {
-    let lanes = messages.len();
-    debug_assert!(lanes <= LANES);
-    debug_assert!(messages.iter().flatten().all(|run| !run.is_empty()));
-    let mut states = vec![State::new(); lanes];
-    // Each lane's run and bytes of it hashed.
-    let mut at = vec![(0usize, 0usize); lanes];
-    let mut together = 0usize;
-    loop {
-        let pending: Vec<&[u8]> = (0..lanes)
-            .map(|lane| {
-                let (run, done) = at[lane];
-                messages[lane].get(run).map_or(&[][..], |run| &run[done..])
-            })
-            .collect();
-        let Some((step, hashed)) = compress_step(&mut states, &pending) else {
-            break;
-        };
-        for (lane, (run, done)) in at.iter_mut().enumerate() {
-            if !pending[lane].is_empty() {
-                *done += step;
-                if *done == messages[lane][*run].len() {
-                    *run += 1;
-                    *done = 0;
-                }
-            }
-        }
-        if hashed > 1 {
-            together += step * hashed;
-        }
-    }
-    // Counted in tokens, the headers and padding (at most 96 bytes a message) left out.
-    let tokens: usize = messages
-        .iter()
-        .map(|runs| (runs.iter().map(|run| run.len()).sum::<usize>() / 8).saturating_sub(12))
-        .sum();
-    crate::work::count(|work| work.tokens_hashed_together += (together / 8).min(tokens) as u64);
-    states.iter().map(State::bytes).collect()
 }
 
 /// Chunks whose start is asked for ahead of their turn (see [`prefetch_start`]).
@@ -478,6 +553,61 @@ mod tests {
             if group > 1 {
                 assert!(work.tokens_hashed_together > 0, "a group of {group}");
             }
+        }
+    }
+
+    #[test]
+    fn messages_hashed_sixteen_at_a_time_are_each_its_own() {
+        // Lanes refilled as messages of all lengths end (a header-only one, bodies ending
+        // around a block's padding, long ones), from every count on which the wide lanes
+        // may start; where this CPU has no AVX-512 they hash one after the other, and the
+        // digests must not change either.
+        let mut rng = tokscope_testkit::Rng::new(23);
+        let lengths: Vec<usize> = (0..40)
+            .map(|i| match i % 5 {
+                0 => rng.range(0, 8) as usize,
+                1 => rng.range(5, 16) as usize,
+                _ => rng.range(16, 3000) as usize,
+            })
+            .collect();
+        let sequences: Vec<Vec<u64>> = lengths.iter().map(|&n| rng.tokens(n)).collect();
+        let encoded: Vec<Vec<u8>> = sequences
+            .iter()
+            .map(|tokens| {
+                let mut out = Vec::new();
+                encode_onto(tokens, &mut out);
+                out
+            })
+            .collect();
+        for (count, wide_from) in [
+            (40, Some(2)),
+            (17, Some(16)),
+            (16, Some(16)),
+            (15, Some(16)),
+            (33, Some(10)),
+            (40, None),
+        ] {
+            let messages: Vec<Vec<Cow<'_, [u8]>>> = encoded[..count]
+                .iter()
+                .map(|body| encoded_blocks(body))
+                .collect();
+            crate::work::take();
+            let digests = hash_messages(&messages, wide_from);
+            let work = crate::work::take();
+            for (tokens, got) in sequences.iter().zip(&digests) {
+                assert_eq!(
+                    hex(got),
+                    digest(tokens),
+                    "{} tokens of {count}, wide from {wide_from:?}",
+                    tokens.len()
+                );
+            }
+            assert_eq!(
+                work.tokens_hashed_wide > 0,
+                wide_from.is_some_and(|from| count >= from),
+                "{count} messages, wide from {wide_from:?}"
+            );
+            assert!(work.tokens_hashed_wide <= work.tokens_hashed_together);
         }
     }
 

@@ -81,23 +81,29 @@ fn encode_after(seq: &TokenSeq, start: usize, encoded: &mut Vec<u8>) {
 }
 
 /// Compute ahead the digests the next appends' link checks will ask for: each memo's newest
-/// call's, not remembered yet, hashed from its contiguous copy, up to four at once
-/// (`digest::digest_many_encoded`). The watcher calls it once a burst's changes are sent: the
-/// copies were just written (in the caches still, where an append's link check found them
-/// long evicted), the rollouts of one burst share the SHA rounds, and the hashing is off the
-/// path from a write to the screen. A call that gets no child costs one digest for nothing.
-pub fn hash_ahead(memos: &[&DigestMemo]) {
+/// call's, not remembered yet, hashed from its contiguous copy, several at once
+/// (`digest::digest_many_encoded`), and only once there are `at_least` of them. The watcher
+/// calls it once a burst's changes are sent: the rollouts share the SHA rounds, and the
+/// hashing is off the path from a write to the screen. A call that gets no child costs one
+/// digest for nothing.
+///
+/// What it did: [`HashedAhead::Waiting`] with the memos (their places in `memos`) whose
+/// digests wait for more, when there were fewer than `at_least`.
+pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
     // Each memo once: its copy is locked while the digests are hashed.
-    let mut distinct: Vec<&DigestMemo> = Vec::with_capacity(memos.len());
-    for &memo in memos {
-        if !distinct.iter().any(|seen| std::ptr::eq(*seen, memo)) {
-            distinct.push(memo);
+    let mut distinct: Vec<(usize, &DigestMemo)> = Vec::with_capacity(memos.len());
+    for (at, &memo) in memos.iter().enumerate() {
+        if !distinct.iter().any(|(_, seen)| std::ptr::eq(*seen, memo)) {
+            distinct.push((at, memo));
         }
     }
-    let guards: Vec<_> = distinct.iter().map(|memo| (memo, memo.newest())).collect();
-    let wanted: Vec<(&DigestMemo, &Arc<TokenRecord>, &Contiguous)> = guards
+    let guards: Vec<_> = distinct
         .iter()
-        .filter_map(|(memo, newest)| {
+        .map(|&(at, memo)| (at, memo, memo.newest()))
+        .collect();
+    let wanted: Vec<(usize, &DigestMemo, &Arc<TokenRecord>, &Contiguous)> = guards
+        .iter()
+        .filter_map(|(at, memo, newest)| {
             let kept = newest.as_ref()?;
             // A child's link check asks for its parent's digest only when the parent
             // recorded one.
@@ -109,18 +115,45 @@ pub fn hash_ahead(memos: &[&DigestMemo]) {
                 .digests()
                 .get(&call.model_call_id)
                 .is_some_and(|entry| same_call(entry, call, &kept.seq));
-            (!known).then_some((**memo, call, kept))
+            (!known).then_some((*at, *memo, call, kept))
         })
         .collect();
+    if wanted.is_empty() {
+        return HashedAhead::Hashed;
+    }
+    if wanted.len() < at_least {
+        return HashedAhead::Waiting(wanted.iter().map(|(at, ..)| *at).collect());
+    }
     let bodies: Vec<&[u8]> = wanted
         .iter()
-        .map(|(_, _, kept)| &kept.encoded[..kept.seq.len() * 8])
+        .map(|(_, _, _, kept)| &kept.encoded[..kept.seq.len() * 8])
         .collect();
     crate::work::count(|work| {
         work.tokens_hashed_contiguous += bodies.iter().map(|b| b.len() as u64 / 8).sum::<u64>()
     });
-    for ((memo, call, kept), digest) in wanted.iter().zip(digest_many_encoded(&bodies)) {
+    for ((_, memo, call, kept), digest) in wanted.iter().zip(digest_many_encoded(&bodies)) {
         memo.remember(call, &kept.seq, &digest);
+    }
+    HashedAhead::Hashed
+}
+
+/// What [`hash_ahead`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HashedAhead {
+    /// Every digest asked for is remembered now (none may have been).
+    Hashed,
+    /// Too few to hash yet: the places (in the memos given) of those waiting.
+    Waiting(Vec<usize>),
+}
+
+/// How many digests [`hash_ahead`] should wait for before it hashes them: sixteen where
+/// sixteen lanes hash faster than the SHA extensions (`lanes::wide`), so that their lanes
+/// are full; else none (they are hashed as soon as their rollouts change).
+pub fn hash_ahead_batch() -> usize {
+    if super::lanes::wide::min_lanes().is_some() {
+        super::lanes::wide::WIDE_LANES
+    } else {
+        1
     }
 }
 
@@ -399,7 +432,11 @@ mod memo_tests {
             .map(|(_, cumulative)| digest_prefix(cumulative, cumulative.len()))
             .collect();
         crate::work::take();
-        hash_ahead(&all);
+        // Asked to wait for four: the three with a digest to hash wait (memos 3 and 4 have
+        // none: an unrecorded digest, no call).
+        assert_eq!(hash_ahead(&all, 4), HashedAhead::Waiting(vec![0, 1, 2]));
+        assert_eq!(crate::work::take().tokens_hashed, 0, "nothing hashed yet");
+        assert_eq!(hash_ahead(&all, 3), HashedAhead::Hashed);
         let work = crate::work::take();
         let expected: usize = calls.iter().map(|(_, c)| c.len()).sum();
         assert_eq!(work.tokens_hashed, expected as u64, "the three calls, once");
@@ -413,14 +450,14 @@ mod memo_tests {
             assert_eq!(&memo.digest(call, cumulative), expected);
         }
         assert_eq!(crate::work::take().tokens_hashed, 0, "remembered");
-        // Nothing new: nothing hashed again.
-        hash_ahead(&all);
+        // Nothing new: nothing hashed again, nothing waits.
+        assert_eq!(hash_ahead(&all, 4), HashedAhead::Hashed);
         assert_eq!(crate::work::take().tokens_hashed, 0);
         // A memo given twice is hashed for once (and not locked twice).
         let (call, cumulative) = &calls[0];
         let again = DigestMemo::default();
         again.follow(Some(call), cumulative);
-        hash_ahead(&[&again, &again]);
+        hash_ahead(&[&again, &again], 1);
         assert_eq!(crate::work::take().tokens_hashed, cumulative.len() as u64);
     }
 
