@@ -172,18 +172,14 @@ fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> V
             if lanes.len() < wide_from {
                 break;
             }
-            let step = lanes
-                .iter()
-                .map(|job| job.pending().len())
-                .min()
-                .unwrap_or(0);
-            // Lanes without a message hash the first one's bytes again, for nothing.
-            let mut states: [State; WIDE_LANES] =
-                std::array::from_fn(|lane| lanes.get(lane).map_or(State::new(), |job| job.state));
-            let blocks: [&[u8]; WIDE_LANES] =
-                std::array::from_fn(|lane| &lanes.get(lane).unwrap_or(&lanes[0]).pending()[..step]);
-            wide::compress(&mut states, blocks);
-            wide_bytes += step * lanes.len();
+            let pending: Vec<&[u8]> = lanes.iter().map(Job::pending).collect();
+            let mut states: Vec<State> = lanes.iter().map(|job| job.state).collect();
+            let Some((step, hashed, wide)) = compress_step(&mut states, &pending, Some(wide_from))
+            else {
+                break;
+            };
+            debug_assert!(wide);
+            wide_bytes += step * hashed;
             for (job, state) in lanes.iter_mut().zip(states) {
                 job.state = state;
                 job.advance(step);
@@ -206,7 +202,7 @@ fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> V
         loop {
             let pending: Vec<&[u8]> = group.iter().map(Job::pending).collect();
             let mut states: Vec<State> = group.iter().map(|job| job.state).collect();
-            let Some((step, hashed)) = compress_step(&mut states, &pending) else {
+            let Some((step, hashed, _)) = compress_step(&mut states, &pending, None) else {
                 break;
             };
             for (job, state) in group.iter_mut().zip(states) {
@@ -270,20 +266,41 @@ fn pad(out: &mut Vec<u8>, len: u64) {
 }
 
 /// One interleaved step: from each lane's `pending` bytes (whole blocks; none for a lane done
-/// or waiting) hash as many as the lane with the fewest has, into its state; those bytes and
-/// how many lanes hashed them, or `None` when no lane has any.
-fn compress_step(states: &mut [State], pending: &[&[u8]]) -> Option<(usize, usize)> {
+/// or waiting) hash as many as the lane with the fewest has, into its state: sixteen lanes
+/// at once when at least `wide_from` have bytes, else up to [`LANES`] at a time. Those bytes,
+/// how many lanes hashed them and whether sixteen at once, or `None` when no lane has any.
+fn compress_step(
+    states: &mut [State],
+    pending: &[&[u8]],
+    wide_from: Option<usize>,
+) -> Option<(usize, usize, bool)> {
     let active: Vec<usize> = (0..pending.len())
         .filter(|&lane| !pending[lane].is_empty())
         .collect();
     let step = active.iter().map(|&lane| pending[lane].len()).min()?;
-    let mut hashing: Vec<State> = active.iter().map(|&lane| states[lane]).collect();
-    let blocks: Vec<&[u8]> = active.iter().map(|&lane| &pending[lane][..step]).collect();
-    compress_many(&mut hashing, &blocks);
-    for (&lane, state) in active.iter().zip(hashing) {
-        states[lane] = state;
+    let wide = wide_from.is_some_and(|from| active.len() >= from && active.len() <= WIDE_LANES);
+    if wide {
+        // Lanes without a message hash the first one's bytes again, for nothing.
+        let mut hashing: [State; WIDE_LANES] =
+            std::array::from_fn(|at| active.get(at).map_or(State::new(), |&lane| states[lane]));
+        let blocks: [&[u8]; WIDE_LANES] = std::array::from_fn(|at| {
+            &pending[active.get(at).copied().unwrap_or(active[0])][..step]
+        });
+        wide::compress(&mut hashing, blocks);
+        for (&lane, state) in active.iter().zip(hashing) {
+            states[lane] = state;
+        }
+    } else {
+        for group in active.chunks(LANES) {
+            let mut hashing: Vec<State> = group.iter().map(|&lane| states[lane]).collect();
+            let blocks: Vec<&[u8]> = group.iter().map(|&lane| &pending[lane][..step]).collect();
+            compress_many(&mut hashing, &blocks);
+            for (&lane, state) in group.iter().zip(hashing) {
+                states[lane] = state;
+            }
+        }
     }
-    Some((step, active.len()))
+    Some((step, active.len(), wide))
 }
 
 /// Chunks whose start is asked for ahead of their turn (see [`prefetch_start`]).
@@ -330,9 +347,9 @@ fn encode(tokens: &[u64], out: &mut [u8]) {
     }
 }
 
-/// Digests of the first `n` tokens of each sequence, computed up to [`LANES`] at once (the
-/// SHA rounds of several interleaved, see `lanes`): what a call of [`digest_prefix`] each
-/// gives, in the same order.
+/// Digests of the first `n` tokens of each sequence, computed several at once (up to
+/// [`LANES`] on the SHA extensions, [`WIDE_LANES`] where that is faster, see `lanes`): what a
+/// call of [`digest_prefix`] each gives, in the same order.
 pub(crate) fn digest_many(wanted: &[(&TokenSeq, usize)]) -> Vec<String> {
     #[cfg(test)]
     COMPUTED.set(COMPUTED.get() + wanted.len());
@@ -343,22 +360,28 @@ pub(crate) fn digest_many(wanted: &[(&TokenSeq, usize)]) -> Vec<String> {
     let mut order: Vec<usize> = (0..wanted.len()).collect();
     order.sort_by_key(|&i| wanted[i].1.min(wanted[i].0.len()));
     let mut out = vec![String::new(); wanted.len()];
-    for group in order.chunks(LANES) {
+    let wide_from = wide::min_lanes().filter(|&from| wanted.len() >= from);
+    let lanes = if wide_from.is_some() {
+        WIDE_LANES
+    } else {
+        LANES
+    };
+    for group in order.chunks(lanes) {
         let items: Vec<(&TokenSeq, usize)> = group.iter().map(|&i| wanted[i]).collect();
-        for (&i, digest) in group.iter().zip(digest_group(&items)) {
+        for (&i, digest) in group.iter().zip(digest_group(&items, wide_from)) {
             out[i] = hex(&digest);
         }
     }
     out
 }
 
-/// The digests of up to [`LANES`] sequences' prefixes, hashed together while more than one
-/// is left.
-fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
+/// The digests of up to [`WIDE_LANES`] sequences' prefixes, hashed together while more than
+/// one is left (sixteen at once while at least `wide_from` are).
+fn digest_group(items: &[(&TokenSeq, usize)], wide_from: Option<usize>) -> Vec<[u8; 32]> {
     /// Bytes encoded per lane before hashing them (a multiple of the block size).
     const WINDOW: usize = 16 << 10;
     let lanes = items.len();
-    debug_assert!(lanes <= LANES);
+    debug_assert!(lanes <= WIDE_LANES);
     let mut messages: Vec<Message> = items.iter().map(|&(seq, n)| Message::new(seq, n)).collect();
     let mut states = vec![State::new(); lanes];
     let mut windows: Vec<Vec<u8>> = (0..lanes)
@@ -367,8 +390,9 @@ fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
     // Bytes of each window hashed so far; whether each message's last bytes are encoded.
     let mut hashed = vec![0usize; lanes];
     let mut ended = vec![false; lanes];
-    // Bytes hashed while another lane was hashing too (header and padding included).
-    let mut together = 0usize;
+    // Bytes hashed while another lane was hashing too (header and padding included), and of
+    // those sixteen lanes at a time.
+    let (mut together, mut wide_bytes) = (0usize, 0usize);
     loop {
         for lane in 0..lanes {
             if hashed[lane] == windows[lane].len() && !ended[lane] {
@@ -381,9 +405,13 @@ fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
         let pending: Vec<&[u8]> = (0..lanes)
             .map(|lane| &windows[lane][hashed[lane]..])
             .collect();
-        let Some((step, lanes_hashed)) = compress_step(&mut states, &pending) else {
+        let Some((step, lanes_hashed, wide)) = compress_step(&mut states, &pending, wide_from)
+        else {
             break;
         };
+        if wide {
+            wide_bytes += step * lanes_hashed;
+        }
         for (lane, done) in hashed.iter_mut().enumerate() {
             if !pending[lane].is_empty() {
                 *done += step;
@@ -393,7 +421,10 @@ fn digest_group(items: &[(&TokenSeq, usize)]) -> Vec<[u8; 32]> {
             together += step * lanes_hashed;
         }
     }
-    crate::work::count(|work| work.tokens_hashed_together += (together / 8) as u64);
+    crate::work::count(|work| {
+        work.tokens_hashed_together += (together / 8) as u64;
+        work.tokens_hashed_wide += (wide_bytes / 8) as u64;
+    });
     states.iter().map(State::bytes).collect()
 }
 
@@ -642,8 +673,33 @@ mod tests {
                 }
             }
         }
+        // Sixteen lanes from every count on they may start at, lanes ending at different
+        // windows (on a CPU without AVX-512 they hash one after the other).
+        for wide_from in [2, 10, 16] {
+            for count in [wide_from, WIDE_LANES] {
+                let items: Vec<(&TokenSeq, usize)> = (0..count)
+                    .map(|i| {
+                        let seq = &seqs[(i * 5 + 3) % seqs.len()];
+                        (seq, seq.len() - (i % 2).min(seq.len()))
+                    })
+                    .collect();
+                crate::work::take();
+                let digests = digest_group(&items, Some(wide_from));
+                assert!(
+                    crate::work::take().tokens_hashed_wide > 0,
+                    "{count} from {wide_from}"
+                );
+                for (&(seq, n), digest) in items.iter().zip(&digests) {
+                    assert_eq!(
+                        hex(digest),
+                        digest_prefix(seq, n),
+                        "{count} from {wide_from}"
+                    );
+                }
+            }
+        }
         // Groups of every size up to past two groups, lengths mixed, each as alone.
-        for count in 1..=2 * LANES + 1 {
+        for count in 1..=2 * WIDE_LANES + 1 {
             let wanted: Vec<(&TokenSeq, usize)> = (0..count)
                 .map(|i| {
                     let seq = &seqs[(i * 7 + count) % seqs.len()];
