@@ -80,6 +80,9 @@ pub struct LiveStore {
     /// were last hashed ([`LiveStore::hash_ahead`]; a set: a store nobody hashes ahead for
     /// keeps one entry a rollout, not one an append).
     changed: std::collections::BTreeSet<RolloutLocation>,
+    /// The digests in `changed` waited at the last call to hash them ahead: the next one
+    /// hashes them, however few.
+    waited: bool,
 }
 
 /// A directory time this recent may hide a later change in the same tick of a coarse clock.
@@ -116,6 +119,7 @@ impl LiveStore {
             unlistable: Default::default(),
             listing_events: Vec::new(),
             changed: Default::default(),
+            waited: false,
         };
         store.reload_rows();
         store
@@ -288,19 +292,38 @@ impl LiveStore {
 
     /// Compute ahead the digests that the next appends to the rollouts changed since the
     /// last call will ask for, those of the rollouts together (see
-    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)), once there are enough of them to
-    /// fill the lanes that hash them ([`hash_ahead_batch`](crate::rebuild::memo::hash_ahead_batch)):
-    /// a rollout appended to again before then has its link check hash its parent's digest
-    /// alone, as it would have been here, and the others still wait for full lanes. The
-    /// watcher calls it once a burst's or a poll's changes are sent; a frozen rollout gets no
-    /// more calls and is skipped.
+    /// [`hash_ahead`](crate::rebuild::memo::hash_ahead)). The watcher calls it once a burst's
+    /// or a poll's changes are sent; a frozen rollout gets no more calls and is skipped.
+    ///
+    /// Where sixteen lanes hash faster than the SHA extensions, the digests wait for enough
+    /// of them to fill the lanes ([`hash_ahead_batch`](crate::rebuild::memo::hash_ahead_batch)),
+    /// or one from each rollout being written when there are fewer, and for one more burst at
+    /// most. A rollout appended to again while its digest waits has its link check hash it
+    /// (alone, on the way to the screen, as before digests were hashed ahead); the others
+    /// wait on.
     pub fn hash_ahead(&mut self) {
-        self.hash_changed(crate::rebuild::memo::hash_ahead_batch());
+        self.hash_ahead_in(crate::rebuild::memo::hash_ahead_batch());
+    }
+
+    /// [`LiveStore::hash_ahead`], with `batch` digests filling the lanes.
+    fn hash_ahead_in(&mut self, batch: usize) {
+        // No more can come than one from each rollout being written (hot and not frozen).
+        let writing = self
+            .hot
+            .iter()
+            .filter(|(location, _)| self.rollouts.get(location).is_some_and(|r| !r.frozen()))
+            .count();
+        let at_least = if self.waited {
+            1
+        } else {
+            batch.min(writing).max(1)
+        };
+        self.waited = self.hash_changed(at_least);
     }
 
     /// Hash ahead the changed rollouts' digests if there are at least `at_least` to hash;
-    /// else keep the rollouts whose digests wait.
-    fn hash_changed(&mut self, at_least: usize) {
+    /// else keep the rollouts whose digests wait, and say so.
+    fn hash_changed(&mut self, at_least: usize) -> bool {
         let changed: Vec<RolloutLocation> = std::mem::take(&mut self.changed)
             .into_iter()
             .filter(|location| {
@@ -314,12 +337,14 @@ impl LiveStore {
             .map(|location| &*self.rollouts[location].memo)
             .collect();
         if memos.is_empty() {
-            return;
+            return false;
         }
-        if let crate::rebuild::memo::HashedAhead::Waiting(waiting) =
-            crate::rebuild::memo::hash_ahead(&memos, at_least)
-        {
-            self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
+        match crate::rebuild::memo::hash_ahead(&memos, at_least) {
+            crate::rebuild::memo::HashedAhead::Waiting(waiting) => {
+                self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
+                true
+            }
+            crate::rebuild::memo::HashedAhead::Hashed => false,
         }
     }
 
@@ -450,51 +475,65 @@ mod tests {
     }
 
     #[test]
-    fn digests_wait_for_a_full_batch_unless_their_rollout_changes_first() {
+    fn digests_wait_for_a_full_batch_or_one_more_burst() {
         let dir = tempfile::tempdir().unwrap();
-        let whole = conversation(4);
+        let whole = conversation(5);
         let line_ends: Vec<usize> = whole.match_indices('\n').map(|(at, _)| at + 1).collect();
         let locations: Vec<RolloutLocation> = ["a", "b", "c"]
             .iter()
             .map(|id| rollout_with(dir.path(), id, &whole[..line_ends[1]]))
             .collect();
         let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
+        // Call `calls` appended to rollout `at`, and read.
+        let append = |store: &mut LiveStore, at: usize, calls: usize| {
+            std::fs::write(
+                locations[at].path(FileKind::Records),
+                &whole[..line_ends[calls - 1]],
+            )
+            .unwrap();
+            assert!(!store.refresh(&locations[at]).is_empty());
+        };
         // Read with two calls, then a third appended to each (an append's build is extended:
         // its newest call is the one whose digest the next append asks for).
-        for location in &locations {
+        for (at, location) in locations.iter().enumerate() {
             store.refresh(location);
-            std::fs::write(location.path(FileKind::Records), &whole[..line_ends[2]]).unwrap();
-            store.refresh(location);
+            append(&mut store, at, 3);
         }
         take_digests_computed();
-        // Three digests to hash ahead (each rollout's third call's), fewer than asked for:
-        // they wait.
-        store.hash_changed(4);
-        assert_eq!(take_digests_computed(), 0, "waiting for a fourth");
-        assert_eq!(store.changed.len(), 3);
-        // An append to one of them: its link check hashes the parent's digest, alone.
-        std::fs::write(locations[0].path(FileKind::Records), &whole).unwrap();
-        let events = store.refresh(&locations[0]);
-        assert!(!events.is_empty());
+        // Three rollouts being written: a batch of sixteen cannot come, one from each is
+        // enough.
+        store.hash_ahead_in(16);
+        assert_eq!(
+            take_digests_computed(),
+            3,
+            "one from each rollout being written"
+        );
+        append(&mut store, 0, 4);
+        append(&mut store, 1, 4);
+        assert_eq!(take_digests_computed(), 0, "the parents' were hashed ahead");
+        store.hash_ahead_in(16);
+        assert_eq!(take_digests_computed(), 0, "two of three: they wait");
+        assert_eq!(store.changed.len(), 2);
+        // An append to a rollout whose digest waits: its link check hashes the parent's.
+        append(&mut store, 0, 5);
         assert_eq!(
             take_digests_computed(),
             1,
-            "the parent's, hashed ahead alone"
+            "the parent's, by the link check"
         );
-        // The others still wait (and the changed rollout's new newest call joins them),
-        // until as many as asked for are there.
-        store.hash_changed(4);
-        assert_eq!(take_digests_computed(), 0);
-        store.hash_changed(3);
-        assert_eq!(take_digests_computed(), 3);
-        assert!(store.changed.is_empty());
+        // Waited once: the next call hashes them, however few.
+        store.hash_ahead_in(16);
+        assert_eq!(take_digests_computed(), 2);
+        assert!(store.changed.is_empty() && !store.waited);
+        store.hash_ahead_in(16);
+        assert_eq!(take_digests_computed(), 0, "nothing left");
         let summary = store
             .rollouts
             .get_mut(&locations[0])
             .unwrap()
             .summary()
             .unwrap();
-        assert_eq!(summary.records, 4);
+        assert_eq!(summary.records, 5);
         assert!(
             summary.reasons.is_empty(),
             "every link holds: {:?}",

@@ -119,6 +119,7 @@ pub(crate) fn digest_many_encoded(bodies: &[&[u8]]) -> Vec<String> {
 struct Job<'a> {
     /// Its place among the messages.
     message: usize,
+    /// The hash of its blocks hashed so far.
     state: State,
     /// The runs left, the first one's hashed bytes cut off.
     runs: std::collections::VecDeque<&'a [u8]>,
@@ -140,6 +141,7 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// Bytes still to hash.
     fn left(&self) -> usize {
         self.runs.iter().map(|run| run.len()).sum()
     }
@@ -211,9 +213,7 @@ fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> V
                     job.advance(step);
                 }
             }
-            if hashed > 1 {
-                together += step * hashed;
-            }
+            together += step * hashed;
         }
         for job in group.iter() {
             out[job.message] = job.state.bytes();
@@ -268,7 +268,8 @@ fn pad(out: &mut Vec<u8>, len: u64) {
 /// One interleaved step: from each lane's `pending` bytes (whole blocks; none for a lane done
 /// or waiting) hash as many as the lane with the fewest has, into its state: sixteen lanes
 /// at once when at least `wide_from` have bytes, else up to [`LANES`] at a time. Those bytes,
-/// how many lanes hashed them and whether sixteen at once, or `None` when no lane has any.
+/// how many lanes hashed them beside another and whether sixteen at once, or `None` when no
+/// lane has any.
 fn compress_step(
     states: &mut [State],
     pending: &[&[u8]],
@@ -291,7 +292,11 @@ fn compress_step(
             states[lane] = state;
         }
     } else {
+        let mut shared = 0;
         for group in active.chunks(LANES) {
+            if group.len() > 1 {
+                shared += group.len();
+            }
             let mut hashing: Vec<State> = group.iter().map(|&lane| states[lane]).collect();
             let blocks: Vec<&[u8]> = group.iter().map(|&lane| &pending[lane][..step]).collect();
             compress_many(&mut hashing, &blocks);
@@ -299,8 +304,9 @@ fn compress_step(
                 states[lane] = state;
             }
         }
+        return Some((step, shared, false));
     }
-    Some((step, active.len(), wide))
+    Some((step, active.len(), true))
 }
 
 /// Chunks whose start is asked for ahead of their turn (see [`prefetch_start`]).
@@ -417,9 +423,7 @@ fn digest_group(items: &[(&TokenSeq, usize)], wide_from: Option<usize>) -> Vec<[
                 *done += step;
             }
         }
-        if lanes_hashed > 1 {
-            together += step * lanes_hashed;
-        }
+        together += step * lanes_hashed;
     }
     crate::work::count(|work| {
         work.tokens_hashed_together += (together / 8) as u64;

@@ -27,6 +27,7 @@ const INITIAL: [u32; 8] = [
 ];
 
 /// SHA-256's round constants.
+#[cfg(target_arch = "x86_64")]
 const K: [u32; 64] = [
     0x428a_2f98,
     0x7137_4491,
@@ -126,16 +127,19 @@ pub(crate) const LANES: usize = 4;
 /// Hash `blocks[i]` (whole 64-byte blocks, the same number in each) into `states[i]`, for
 /// up to [`LANES`] messages at once.
 pub(crate) fn compress_many(states: &mut [State], blocks: &[&[u8]]) {
-    debug_assert!(states.len() == blocks.len() && states.len() <= LANES);
-    debug_assert!(
-        blocks
-            .iter()
-            .all(|b| b.len() == blocks[0].len() && b.len() % 64 == 0)
+    // Checked always: the interleaved rounds read every lane as long as the first one.
+    assert!(
+        states.len() == blocks.len()
+            && states.len() <= LANES
+            && blocks
+                .iter()
+                .all(|b| b.len() == blocks[0].len() && b.len() % 64 == 0),
+        "up to four lanes of whole blocks, as many in each"
     );
     #[cfg(target_arch = "x86_64")]
     if states.len() > 1 && has_sha_extensions() {
         // SAFETY: the CPU has the SHA extensions, SSSE3 and SSE4.1 (checked just above); the
-        // blocks are whole and as many in each (the caller's promise, asserted above).
+        // blocks are whole and as many in each (asserted above).
         unsafe {
             match states {
                 [a, b] => ni::compress([&mut a.0, &mut b.0], [blocks[0], blocks[1]]),

@@ -142,13 +142,15 @@ pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
 pub enum HashedAhead {
     /// Every digest asked for is remembered now (none may have been).
     Hashed,
-    /// Too few to hash yet: the places (in the memos given) of those waiting.
+    /// Too few to hash yet: the places in the memos given of those whose digests wait (a
+    /// memo given twice at its first place).
     Waiting(Vec<usize>),
 }
 
 /// How many digests [`hash_ahead`] should wait for before it hashes them: sixteen where
 /// sixteen lanes hash faster than the SHA extensions (`lanes::wide`), so that their lanes
-/// are full; else none (they are hashed as soon as their rollouts change).
+/// are full; else one (each is hashed as soon as its rollout changes, beside those of the
+/// rollouts changed with it).
 pub fn hash_ahead_batch() -> usize {
     if super::lanes::wide::min_lanes().is_some() {
         super::lanes::wide::WIDE_LANES

@@ -74,15 +74,17 @@ pub(crate) fn supported() -> bool {
 /// Hash `blocks[i]` (whole 64-byte blocks, as many in each) into `states[i]`, sixteen
 /// messages at once. Without AVX-512 (see [`supported`]), one after the other.
 pub(crate) fn compress(states: &mut [State; WIDE_LANES], blocks: [&[u8]; WIDE_LANES]) {
-    debug_assert!(
+    // Checked always: the vector loads read every lane as long as the first one.
+    assert!(
         blocks
             .iter()
-            .all(|b| b.len() == blocks[0].len() && b.len() % 64 == 0)
+            .all(|b| b.len() == blocks[0].len() && b.len() % 64 == 0),
+        "sixteen lanes of whole blocks, as many in each"
     );
     #[cfg(target_arch = "x86_64")]
     if supported() {
         // SAFETY: the CPU has AVX-512F and AVX-512BW (checked just above); the blocks are
-        // whole and as many in each (asserted above, the callers' promise).
+        // whole and as many in each (asserted above).
         unsafe { avx512::compress(states, blocks) };
         return;
     }
@@ -244,10 +246,17 @@ mod tests {
             let messages: Vec<Vec<u8>> = (0..WIDE_LANES)
                 .map(|_| (0..blocks * 64).map(|_| rng.next_u64() as u8).collect())
                 .collect();
-            let mut states = [State::new(); WIDE_LANES];
+            // And a state of its own in every lane (a message's later blocks): a lane's state
+            // read or written in another's place shows too.
+            let starts: [State; WIDE_LANES] = std::array::from_fn(|lane| {
+                let mut state = State::new();
+                state.compress(&[lane as u8; 64]);
+                state
+            });
+            let mut states = starts;
             compress(&mut states, std::array::from_fn(|lane| &messages[lane][..]));
             for (lane, (state, message)) in states.iter().zip(&messages).enumerate() {
-                let mut alone = State::new();
+                let mut alone = starts[lane];
                 alone.compress(message);
                 assert_eq!(state.0, alone.0, "{blocks} blocks, lane {lane}");
             }
