@@ -551,6 +551,13 @@ mod tests {
         }
     }
 
+    /// `tokens` as [`encode_onto`] writes them.
+    fn encoded(tokens: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_onto(tokens, &mut out);
+        out
+    }
+
     #[test]
     fn encoded_sequences_at_once_are_each_its_own() {
         // Lengths around the header's first block (40 bytes of body fill it) and the
@@ -564,14 +571,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let encoded: Vec<Vec<u8>> = sequences
-            .iter()
-            .map(|tokens| {
-                let mut out = Vec::new();
-                encode_onto(tokens, &mut out);
-                out
-            })
-            .collect();
+        let encoded: Vec<Vec<u8>> = sequences.iter().map(|tokens| encoded(tokens)).collect();
         for group in [1, 2, 3, 4, 5, 9, lengths.len()] {
             let bodies: Vec<&[u8]> = encoded[..group].iter().map(Vec::as_slice).collect();
             crate::work::take();
@@ -606,14 +606,7 @@ mod tests {
             })
             .collect();
         let sequences: Vec<Vec<u64>> = lengths.iter().map(|&n| rng.tokens(n)).collect();
-        let encoded: Vec<Vec<u8>> = sequences
-            .iter()
-            .map(|tokens| {
-                let mut out = Vec::new();
-                encode_onto(tokens, &mut out);
-                out
-            })
-            .collect();
+        let encoded: Vec<Vec<u8>> = sequences.iter().map(|tokens| encoded(tokens)).collect();
         for (count, wide_from) in [
             (40, Some(2)),
             (17, Some(16)),
