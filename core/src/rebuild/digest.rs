@@ -147,6 +147,21 @@ impl<'a> Job<'a> {
     }
 }
 
+/// One [`compress_step`] of `jobs`: each one with bytes left hashes as many as the one with
+/// the fewest.
+fn step_jobs(jobs: &mut [Job<'_>], wide_from: Option<usize>) -> Option<(usize, usize, bool)> {
+    let pending: Vec<&[u8]> = jobs.iter().map(Job::pending).collect();
+    let mut states: Vec<State> = jobs.iter().map(|job| job.state).collect();
+    let (step, hashed, wide) = compress_step(&mut states, &pending, wide_from)?;
+    for (job, state) in jobs.iter_mut().zip(states) {
+        if !job.pending().is_empty() {
+            job.state = state;
+            job.advance(step);
+        }
+    }
+    Some((step, hashed, wide))
+}
+
 /// Hash messages given as runs of whole blocks: sixteen at a time while at least
 /// `wide_from` are left (a lane refilled from the others as soon as its message ends;
 /// `None`: never), then up to [`LANES`] at a time, their rounds interleaved.
@@ -174,18 +189,11 @@ fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> V
             if lanes.len() < wide_from {
                 break;
             }
-            let pending: Vec<&[u8]> = lanes.iter().map(Job::pending).collect();
-            let mut states: Vec<State> = lanes.iter().map(|job| job.state).collect();
-            let Some((step, hashed, wide)) = compress_step(&mut states, &pending, Some(wide_from))
-            else {
+            let Some((step, hashed, wide)) = step_jobs(&mut lanes, Some(wide_from)) else {
                 break;
             };
             debug_assert!(wide);
             wide_bytes += step * hashed;
-            for (job, state) in lanes.iter_mut().zip(states) {
-                job.state = state;
-                job.advance(step);
-            }
             lanes.retain(|job| {
                 let done = job.runs.is_empty();
                 if done {
@@ -201,18 +209,7 @@ fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> V
     // to go on with fewer lanes.
     jobs.sort_by_key(Job::left);
     for group in jobs.chunks_mut(LANES) {
-        loop {
-            let pending: Vec<&[u8]> = group.iter().map(Job::pending).collect();
-            let mut states: Vec<State> = group.iter().map(|job| job.state).collect();
-            let Some((step, hashed, _)) = compress_step(&mut states, &pending, None) else {
-                break;
-            };
-            for (job, state) in group.iter_mut().zip(states) {
-                if !job.pending().is_empty() {
-                    job.state = state;
-                    job.advance(step);
-                }
-            }
+        while let Some((step, hashed, _)) = step_jobs(group, None) {
             together += step * hashed;
         }
         for job in group.iter() {
