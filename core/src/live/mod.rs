@@ -307,11 +307,13 @@ impl LiveStore {
 
     /// [`LiveStore::hash_ahead`], with `batch` digests filling the lanes.
     fn hash_ahead_in(&mut self, batch: usize) {
-        // No more can come than one from each rollout being written (hot and not frozen).
+        // No more can come than one from each rollout being written (hot and not frozen);
+        // counted only as far as the batch (each is a lookup by path).
         let writing = self
             .hot
             .iter()
             .filter(|(location, _)| self.rollouts.get(location).is_some_and(|r| !r.frozen()))
+            .take(batch)
             .count();
         let at_least = if self.waited {
             1
@@ -422,6 +424,75 @@ mod tests {
         };
         std::fs::write(location.path(FileKind::Records), records).unwrap();
         location
+    }
+
+    /// The open intents of a rollout followed append by append (what is known in order
+    /// carried from one read to the next) are those of reading its files afresh: intents
+    /// in order, ahead of their records, out of order, never recorded, records without an
+    /// intent, and both files written anew.
+    #[test]
+    fn open_intents_followed_append_by_append_are_those_read_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = rollout_with(dir.path(), "r", "");
+        let (records, intents) = (
+            location.path(FileKind::Records),
+            location.path(FileKind::Intents),
+        );
+        let append = |path: &Path, line: &str| {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .unwrap();
+            writeln!(file, "{line}").unwrap();
+        };
+        let record = |call: usize| {
+            format!(
+                r#"{{"generation_log_probs":[-0.1],"generation_token_ids":[7],"model_call_id":"c{call}","parent_resolution":"root","prompt_token_ids":[{call}],"rollout_id":"r"}}"#
+            )
+        };
+        let mut rollout = LiveRollout::new(location.clone());
+        let options = VerdictOptions::default();
+        let mut rng = tokscope_testkit::Rng::new(3);
+        let mut next = 0;
+        for step in 1..400 {
+            // A long run in order first (what is known in order grows with it); then the
+            // intents file written anew, its first call never recorded; later the records.
+            if step == 100 {
+                std::fs::write(&intents, "gone\nc0\n").unwrap();
+            } else if step == 300 {
+                std::fs::write(&records, record(1) + "\n").unwrap();
+            }
+            let pick = if step < 100 { 5 } else { 10 };
+            match rng.next_u64() % pick {
+                // Mostly as the writer goes: the intent, then its record.
+                0..=5 => {
+                    append(&intents, &format!("c{next}"));
+                    append(&records, &record(next));
+                    next += 1;
+                }
+                6 => append(&intents, &format!("c{}", next + 1)),
+                7 => {
+                    append(&records, &record(next));
+                    next += 1;
+                }
+                8 => append(
+                    &intents,
+                    &format!("c{}", rng.next_u64() % (next as u64 + 1)),
+                ),
+                _ => {}
+            }
+            let Some(analysis) = rollout.refresh(&options) else {
+                continue;
+            };
+            let afresh = crate::store::read_capture(&location);
+            assert_eq!(
+                analysis.capture.open_intents(),
+                afresh.open_intents(),
+                "step {step}"
+            );
+        }
     }
 
     #[test]

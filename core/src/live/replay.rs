@@ -287,6 +287,7 @@ impl Replay {
         }
         let mut capture = full.clone();
         capture.records = applied.iter().map(|&r| full.records[r].clone()).collect();
+        capture.intents_in_order = 0;
         capture.record_lines = applied.iter().map(|&r| full.record_lines[r]).collect();
         // Still being written: no freeze, no flags, no file-level problems yet.
         capture.state = RolloutState {

@@ -9,6 +9,8 @@ pub(super) struct IntentsCache {
     known: Option<KnownIntents>,
     /// The last read's intents, lent back by the caller.
     lent: Option<Vec<String>>,
+    /// Leading lines the last decode took over from those lent (not decoded again).
+    carried: usize,
 }
 
 /// The intents decoded by a read, up to the last line break it saw.
@@ -28,6 +30,12 @@ impl IntentsCache {
         self.lent = Some(lines);
     }
 
+    /// Leading lines the last decode took over from those lent back: the same lines as the
+    /// read before's.
+    pub(super) fn carried(&self) -> usize {
+        self.carried
+    }
+
     /// The intents file's lines (as `decode_lines` splits the whole file). When the
     /// last read's lines were lent back and `bytes` start with the ones it decoded (the file
     /// grew), only the bytes after its last line break are decoded: an append of a call costs
@@ -45,6 +53,7 @@ impl IntentsCache {
             }
             _ => (Vec::new(), Vec::new(), 0, 0),
         };
+        self.carried = lines.len();
         decode_lines_into(&bytes[from..], from, segments, &mut lines)?;
         if keep {
             // Known from now on: the bytes up to the last line break, and their lines (a last

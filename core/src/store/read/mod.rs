@@ -141,6 +141,10 @@ pub struct Capture {
     pub records_bytes: u64,
     /// Whether any of the rollout's files exists (a cleared rollout has none).
     pub files_present: bool,
+    /// How many leading intents are known to be the leading records' ids, in order (0:
+    /// none known; whoever changes `records` or `intents` sets it back to 0). What
+    /// [`Capture::open_intents`] need not compare again.
+    pub(crate) intents_in_order: usize,
 }
 
 impl Capture {
@@ -157,6 +161,7 @@ impl Capture {
             sentinel: None,
             records_bytes: 0,
             files_present: false,
+            intents_in_order: 0,
         }
     }
 
@@ -174,12 +179,16 @@ impl Capture {
         // records' ids are the intents' in order, those intents are recorded, and when only a
         // few intents remain past them they are looked up among the records one by one (no
         // set of every id made).
-        let in_order = self
-            .intents
-            .iter()
-            .zip(&self.records)
-            .take_while(|(intent, record)| **intent == record.model_call_id)
-            .count();
+        let known = self
+            .intents_in_order
+            .min(self.intents.len())
+            .min(self.records.len());
+        let in_order = known
+            + self.intents[known..]
+                .iter()
+                .zip(&self.records[known..])
+                .take_while(|(intent, record)| **intent == record.model_call_id)
+                .count();
         let rest = &self.intents[in_order..];
         if rest.len() <= 4 {
             let recorded = |id: &str| self.records.iter().any(|r| r.model_call_id == id);
@@ -390,6 +399,7 @@ pub(crate) fn capture_from(
     }
     // Issues are shown in file order; whole-file problems first.
     issues.sort_by_key(|issue| (issue.file, issue.at.map(|at| at.offset)));
+    let intents_in_order = cache.intents_in_order(&parsed.records, &intents);
     Capture {
         location: location.clone(),
         state,
@@ -401,6 +411,7 @@ pub(crate) fn capture_from(
         sentinel,
         records_bytes: parsed.acknowledged_len as u64,
         files_present: bytes.any(),
+        intents_in_order,
     }
 }
 

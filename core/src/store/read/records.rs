@@ -130,6 +130,9 @@ pub(crate) struct LineCache {
     carried: usize,
     /// The intents file's lines decoded by the last read (see [`LineCache::intents`]).
     intents: IntentsCache,
+    /// Leading intents the last read found to be its records' ids, in order (see
+    /// [`LineCache::intents_in_order`]).
+    intents_in_order: usize,
 }
 
 /// What a read of a kept cache gathered cleanly (see [`LineCache::lend`]).
@@ -188,6 +191,31 @@ impl LineCache {
     /// decodes them whole).
     pub(crate) fn intents(&mut self, bytes: &[u8]) -> Result<Vec<String>, LinePos> {
         self.intents.decode(bytes, self.keep)
+    }
+
+    /// How many leading intents are the ids of the leading records, in order: those known
+    /// from the read before (as many as both it and this read carried over unchanged) and
+    /// the ones after them compared now. An append compares its own call's, not every
+    /// call's (the records' ids are a pointer away each, out of cache by then).
+    pub(crate) fn intents_in_order(
+        &mut self,
+        records: &[Arc<TokenRecord>],
+        intents: &[String],
+    ) -> usize {
+        let known = self
+            .intents_in_order
+            .min(self.carried)
+            .min(self.intents.carried())
+            .min(records.len())
+            .min(intents.len());
+        let in_order = known
+            + intents[known..]
+                .iter()
+                .zip(&records[known..])
+                .take_while(|(intent, record)| **intent == record.model_call_id)
+                .count();
+        self.intents_in_order = if self.keep { in_order } else { 0 };
+        in_order
     }
 
     /// Leading records the last read has in common with those lent: the ones carried over
