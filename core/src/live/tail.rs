@@ -5,13 +5,12 @@
 //! kept, and the file stays open to read a line again by offset.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::line_pool;
-use crate::store::open::{open_regular, read_more, read_up_to, recycle, spare_buffer};
+use crate::store::open::{open_regular, read_more_at, read_up_to, recycle, spare_buffer};
 use crate::store::read::RecordsBytes;
 
 /// What a refresh found.
@@ -96,7 +95,7 @@ fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
         .is_some_and(|(before, now)| before.identity == now.identity && now.len >= before.len)
 }
 
-/// The most bytes one read of a followed file takes in (as `read_more` caps it).
+/// The most bytes one read of a followed file takes in.
 const MAX_READ: usize = 1 << 30;
 
 /// `bytes` in a buffer of about their size: out of one far larger than they need (a spare
@@ -355,7 +354,7 @@ impl FileTail {
         }
     }
 
-    fn read(&mut self, mut file: &File, stamp: Stamp) -> std::io::Result<Change> {
+    fn read(&mut self, file: &File, stamp: Stamp) -> std::io::Result<Change> {
         let known = self.base + self.data.as_ref().map_or(0, |d| d.len() as u64);
         let same_file =
             self.data.is_some() && self.stamp.is_some_and(|s| s.identity == stamp.identity);
@@ -363,7 +362,6 @@ impl FileTail {
         // Grown, and still the version read (its first bytes unchanged: a file truncated and
         // written again longer between two looks is not an append).
         if same_file && self.append_only && stamp.len > known && self.head_holds(file)? {
-            file.seek(SeekFrom::Start(known))?;
             let wanted = usize::try_from(stamp.len - known)
                 .unwrap_or(usize::MAX)
                 .min(MAX_READ);
@@ -380,7 +378,7 @@ impl FileTail {
                 data.try_reserve_exact(wanted.saturating_add(wanted / 4).min(MAX_READ))
                     .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
             }
-            let read = read_more(file, stamp.len - known, data)? as u64;
+            let read = read_more_at(file, known, stamp.len - known, data)? as u64;
             self.bytes_read += read;
             self.stamp = Some(stamp);
             if self.head.is_none_or(|(len, _)| len < HEAD_BYTES) {
@@ -399,7 +397,6 @@ impl FileTail {
             return Ok(Change::None);
         }
         // New, truncated, replaced or rewritten in place: read it whole (as it was at open).
-        file.seek(SeekFrom::Start(0))?;
         let data = read_up_to(file, stamp.len)?;
         self.continued = continues(self.stamp, Some(stamp))
             && self

@@ -6,7 +6,7 @@
 //! hanging or exhausting memory.
 
 use std::fs::{File, Metadata};
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -76,8 +76,8 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<Option<(File, Metadata)>> 
     Ok(Some((file, meta)))
 }
 
-/// Read at most `limit` bytes of an open file (the size it had at open: a file that grows
-/// meanwhile is read up to there, the rest on the next read).
+/// Read at most `limit` bytes of an open file from its start (the size it had at open: a
+/// file that grows meanwhile is read up to there, the rest on the next read).
 pub(crate) fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     let size = usize::try_from(limit).unwrap_or(0).min(1 << 30);
     // Small files get a buffer of their own size (a state file may be kept for long).
@@ -93,19 +93,60 @@ pub(crate) fn read_up_to(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     }
     data.clear();
     data.reserve_exact(size);
-    read_more(file, limit, &mut data)?;
+    read_more_at(file, 0, limit, &mut data)?;
     Ok(data)
 }
 
-/// Append at most `limit` more bytes of an open file to `data` (from the file's position);
-/// the bytes read. The room is made first, in one step (amortized, as a line written in
-/// many pieces is read in many): grown while reading, a 100 KB append took five
-/// reallocations, each copying what was read into fresh pages. Room that cannot be had is
+/// Append at most `limit` bytes of an open file from byte `offset` on to `data` (the file's
+/// position is neither used nor moved); the bytes read. The room is made first, in one step
+/// (amortized, as a line written in many pieces is read in many): grown while reading, a
+/// 100 KB append took five reallocations, each copying what was read into fresh pages. Each
+/// read asks for all that is left: `read_to_end` asks for 8 KiB first and doubles, five
+/// system calls for a 100 KB append and a sixth to see the end. Room that cannot be had is
 /// an error, as `read_to_end`'s own growth reports it, not an abort.
-pub(crate) fn read_more(file: &File, limit: u64, data: &mut Vec<u8>) -> io::Result<usize> {
+pub(crate) fn read_more_at(
+    file: &File,
+    offset: u64,
+    limit: u64,
+    data: &mut Vec<u8>,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let out_of_memory = |_| io::Error::from(io::ErrorKind::OutOfMemory);
     data.try_reserve(usize::try_from(limit).unwrap_or(0).min(1 << 30))
-        .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-    file.take(limit).read_to_end(data)
+        .map_err(out_of_memory)?;
+    let start = data.len();
+    let mut read: u64 = 0;
+    while read < limit {
+        let left = limit - read;
+        if data.spare_capacity_mut().is_empty() {
+            // Past the room made first (over 1 GiB): more, as much again at most.
+            let more = left.min(data.len().max(1 << 20) as u64) as usize;
+            data.try_reserve(more).map_err(out_of_memory)?;
+        }
+        let room = data.spare_capacity_mut();
+        let asked = room.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let at = offset
+            .checked_add(read)
+            .and_then(|at| libc::off_t::try_from(at).ok())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `room` is at least `asked` bytes of the vector's spare capacity, which
+        // `pread` may write; only the count it returns is then taken as initialized.
+        let got = unsafe { libc::pread(file.as_raw_fd(), room.as_mut_ptr().cast(), asked, at) };
+        if got < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        if got == 0 {
+            break;
+        }
+        // SAFETY: `pread` wrote `got` (at most `asked`) bytes right after the vector's length.
+        unsafe { data.set_len(data.len() + got as usize) };
+        read += got as u64;
+    }
+    Ok(data.len() - start)
 }
 
 /// Bytes of a read buffer a thread keeps for its next read.
@@ -181,7 +222,10 @@ mod tests {
         let file = File::open(&path).expect("open");
         let mut data = b"abc".to_vec();
         data.shrink_to_fit();
-        assert_eq!(read_more(&file, 60_000, &mut data).expect("read"), 60_000);
+        assert_eq!(
+            read_more_at(&file, 0, 60_000, &mut data).expect("read"),
+            60_000
+        );
         // Grown as it was read, the buffer would have doubled past what it holds.
         assert_eq!(
             data.capacity(),
@@ -189,9 +233,43 @@ mod tests {
             "room made once, for what was asked"
         );
         // Asked for more than is there: what is there.
-        assert_eq!(read_more(&file, 60_000, &mut data).expect("read"), 40_000);
+        assert_eq!(
+            read_more_at(&file, 60_000, 60_000, &mut data).expect("read"),
+            40_000
+        );
         assert_eq!(data.len(), 100_003);
         assert!(data[3..].iter().all(|&b| b == b'x'));
+    }
+
+    #[test]
+    fn bytes_are_read_from_the_offset_asked_leaving_the_position_alone() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("a.tokens.jsonl");
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("write");
+        let mut file = File::open(&path).expect("open");
+        let mut data = Vec::new();
+        assert_eq!(
+            read_more_at(&file, 1_000, 200_000, &mut data).expect("read"),
+            200_000
+        );
+        assert_eq!(data, bytes[1_000..201_000]);
+        // Past the end: nothing; across it: what is there.
+        assert_eq!(
+            read_more_at(&file, 400_000, 10, &mut data).expect("read"),
+            0
+        );
+        assert_eq!(
+            read_more_at(&file, 299_990, 100, &mut data).expect("read"),
+            10
+        );
+        assert_eq!(data[200_000..], bytes[299_990..]);
+        // The file's own position is where it was.
+        let mut first = [0u8; 4];
+        file.read_exact(&mut first).expect("read");
+        assert_eq!(first, bytes[..4]);
+        assert_eq!(read_up_to(&file, 5).expect("read"), bytes[..5]);
     }
 
     #[test]
