@@ -46,6 +46,21 @@ pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
     })
 }
 
+/// A new buffer for a line of `len` bytes, when the pool has none that fits: of the next
+/// power of two (for lines the pool takes). Made to a line's exact size, a buffer given back
+/// was too small for its own rollout's next line, longer as its conversation is, and for the
+/// longest rollouts' lines every time; of a power of two, it fits every line from a quarter
+/// to all of its size ([`fits`]), so lines of any size are read again into a few sizes of
+/// buffer that the pool hands round. A miss costs fresh pages, at the heap's top.
+pub(crate) fn fresh(len: usize) -> Vec<u8> {
+    let capacity = if len <= POOLED_CAPACITY {
+        len.next_power_of_two()
+    } else {
+        len
+    };
+    Vec::with_capacity(capacity)
+}
+
 /// Give back a kept line's buffer, its bytes no longer needed. When the pool is full its
 /// smallest buffer goes (lines grow as a conversation does); a buffer larger than a line's
 /// goes to the thread's spare read buffer instead.
@@ -94,6 +109,19 @@ mod tests {
         let taken = take(200 << 10).expect("a line of about its size");
         assert_eq!((taken.as_ptr(), taken.len()), (at, 0));
         assert!(take(200 << 10).is_none(), "taken once");
+    }
+
+    #[test]
+    fn a_fresh_buffer_fits_longer_lines_up_to_a_power_of_two() {
+        for len in [1, 4095, 100_000, 131_072, 131_073, POOLED_CAPACITY] {
+            let buffer = fresh(len);
+            assert!(fits(buffer.capacity(), len), "{len}");
+            assert!(buffer.capacity().is_power_of_two(), "{len}");
+            // A longer line, up to the power of two, fits the same buffer.
+            assert!(fits(buffer.capacity(), buffer.capacity()));
+        }
+        // A line longer than the pool takes gets a buffer of its size.
+        assert_eq!(fresh(POOLED_CAPACITY + 1).capacity(), POOLED_CAPACITY + 1);
     }
 
     #[test]

@@ -104,7 +104,7 @@ fn fitted(bytes: Vec<u8>) -> Vec<u8> {
     if line_pool::fits(bytes.capacity(), bytes.len()) {
         return bytes;
     }
-    let mut copy = line_pool::take(bytes.len()).unwrap_or_else(|| Vec::with_capacity(bytes.len()));
+    let mut copy = line_pool::take(bytes.len()).unwrap_or_else(|| line_pool::fresh(bytes.len()));
     copy.extend_from_slice(&bytes);
     recycle(bytes);
     copy
