@@ -9,8 +9,8 @@
 //! sibling, a repeated call id, a broken link or delta, an empty generation, a negative id,
 //! an earlier record naming the new one as its parent, a recovery that could now find it —
 //! is declined, and the caller builds from all the records ([`super::prefix_merging`]).
-//! The chains, the main chain and the delivered counts are then made again from the placed
-//! calls (a pass over the calls, no token touched). The result is the one the full build
+//! The chain the new call continues is extended by it, and the main chain and the delivered
+//! counts are made again from the chains (no token touched). The result is the one the full build
 //! gives, field for field (the differential test in `tests/it/incremental.rs` holds it to
 //! that).
 
@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::memo::{DigestMemo, cumulative_digest};
-use super::merge::{ParentDigests, finish_chains, resolve_parent};
-use super::output::{BuildOptions, BuildOutput, CallNode, LinkNote, RecordFate};
+use super::merge::{ParentDigests, chain_facts, chain_notes, resolve_parent, select_main};
+use super::output::{BuildOptions, BuildOutput, CallNode, ChainLink, LinkNote, RecordFate};
 use crate::store::{ParentResolution, TokenRecord};
 
 /// `previous` (the build of a prefix of `records`) extended by the records after that
@@ -77,10 +77,10 @@ fn place_appended(
     };
     let parent_node = &out.nodes[parent];
     // A leaf at the end of a chain, in no retry group (its group's kept member would change).
+    let chain = out.chain_ending_at[parent]?;
     if !parent_node.children.is_empty()
         || parent_node.quarantined
         || out.retry_group_of[parent].is_some()
-        || out.chain_ending_at[parent].is_none()
     {
         return None;
     }
@@ -159,9 +159,50 @@ fn place_appended(
     out.fates.push(RecordFate::Placed(at));
     out.retry_group_of.insert(at, None);
     out.notes.generated_tokens_captured += record.generation_token_ids.len();
-    // The chains again (a record appended with this one may continue it).
-    finish_chains(records, terminal_call_id, out);
+    extend_chain(records, terminal_call_id, out, chain, at);
     Some(())
+}
+
+/// The chains once node `at` is linked as the child of the leaf that ended chain `chain`
+/// (every node from `at` on moved one place up): that chain goes on to it and takes the
+/// place its new leaf gives it (the chains are in the order of their leaves), then the
+/// main chain, its facts and notes are made again. What `finish_chains` makes, without
+/// walking every leaf up to its root again.
+fn extend_chain(
+    records: &[Arc<TokenRecord>],
+    terminal_call_id: Option<&str>,
+    out: &mut BuildOutput,
+    chain: usize,
+    at: usize,
+) {
+    for link in out
+        .chains
+        .iter_mut()
+        .flat_map(|chain| chain.links.iter_mut())
+    {
+        if link.node >= at {
+            link.node += 1;
+        }
+    }
+    let mut extended = out.chains.remove(chain);
+    let leaf = extended.links.last().map(|link| link.node);
+    let (before, prompt) = (
+        leaf.map_or(0, |leaf| out.nodes[leaf].cumulative.len()),
+        out.nodes[at].prompt.len(),
+    );
+    extended.links.push(ChainLink {
+        node: at,
+        interstitial: (before.min(prompt), prompt),
+    });
+    let place = out
+        .chains
+        .partition_point(|other| other.links.last().is_some_and(|link| link.node < at));
+    out.chains.insert(place, extended);
+    out.main = None;
+    out.notes.terminal_chain = None;
+    select_main(records, terminal_call_id, out);
+    chain_facts(out);
+    chain_notes(records, out);
 }
 
 /// Renumber the nodes from `at` on one place up, for a node inserted at `at` (every index

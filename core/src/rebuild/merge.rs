@@ -255,7 +255,11 @@ pub(super) fn finish_chains(
     // Step 8: choose the main chain.
     select_main(records, terminal_call_id, out);
     chain_facts(out);
-    // Step 9: notes.
+    chain_notes(records, out);
+}
+
+/// Step 9: the notes the chains make (their number, the tokens the main chain delivers).
+pub(super) fn chain_notes(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
     let delivered: usize = out.main_chain().map_or(0, |chain| {
         chain
             .links
@@ -686,7 +690,11 @@ fn build_chains(out: &mut BuildOutput) {
 }
 
 /// Step 8: name the delivered chain `main`, the others `branch-N`.
-fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut BuildOutput) {
+pub(super) fn select_main(
+    records: &[Arc<TokenRecord>],
+    terminal: Option<&str>,
+    out: &mut BuildOutput,
+) {
     if out.chains.is_empty() {
         return;
     }
@@ -736,9 +744,12 @@ fn select_main(records: &[Arc<TokenRecord>], terminal: Option<&str>, out: &mut B
 
 /// The chain facts every pane asks for, answered once: which chain each node is shown on
 /// (main first), and which chain ends at each leaf.
-fn chain_facts(out: &mut BuildOutput) {
-    out.node_chain = vec![None; out.nodes.len()];
-    out.chain_ending_at = vec![None; out.nodes.len()];
+pub(super) fn chain_facts(out: &mut BuildOutput) {
+    // (Filled again in place: an append's extension makes them at every call.)
+    for facts in [&mut out.node_chain, &mut out.chain_ending_at] {
+        facts.clear();
+        facts.resize(out.nodes.len(), None);
+    }
     let order = out.main.into_iter().chain(0..out.chains.len());
     for chain in order {
         for link in &out.chains[chain].links {
