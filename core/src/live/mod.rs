@@ -346,6 +346,11 @@ impl LiveStore {
                 self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
                 true
             }
+            // Those left part-hashed go on with the next full batch.
+            crate::rebuild::memo::HashedAhead::Carried(carried) => {
+                self.changed = carried.into_iter().map(|at| changed[at].clone()).collect();
+                false
+            }
             crate::rebuild::memo::HashedAhead::Hashed => false,
         }
     }

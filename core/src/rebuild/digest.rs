@@ -12,6 +12,11 @@ use super::lanes::wide::{self, WIDE_LANES};
 use super::lanes::{LANES, State, compress_many};
 use crate::store::seq::TokenSeq;
 
+mod queue;
+
+pub(crate) use queue::Resume;
+use queue::{encoded_blocks, hash_messages};
+
 const DOMAIN: &[u8] = b"nemo-gym-tokens";
 const DIGEST_VERSION: u8 = 1;
 /// Tokens encoded per hasher update; large enough to amortize the call, small enough for L1.
@@ -100,156 +105,47 @@ pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
 }
 
 /// Digests of sequences kept encoded ([`encode_onto`]'s bytes, a whole number of tokens
-/// each), hashed together (see [`hash_messages`]): what [`digest_encoded`] of each gives, in
-/// order.
-pub(crate) fn digest_many_encoded(bodies: &[&[u8]]) -> Vec<String> {
-    #[cfg(test)]
-    COMPUTED.set(COMPUTED.get() + bodies.len());
-    let tokens: usize = bodies.iter().map(|body| body.len() / 8).sum();
-    crate::work::count(|work| work.tokens_hashed += tokens as u64);
+/// each), hashed together ([`queue::hash_messages`]: sixteen lanes at a time where they pay),
+/// each from where `starts` says its hashing stopped before (`None`: its start): what
+/// [`digest_encoded`] of each gives, in order. With `carry_tail`, those left when fewer than
+/// fill the lanes are not finished four at a time: where each stopped comes back instead
+/// ([`Resume`]), to go on beside the next ones.
+pub(crate) fn digest_many_encoded_from(
+    bodies: &[&[u8]],
+    starts: &[Option<Resume>],
+    wide_from: Option<usize>,
+    carry_tail: bool,
+) -> Vec<Result<String, Resume>> {
     let messages: Vec<Vec<Cow<'_, [u8]>>> =
         bodies.iter().map(|body| encoded_blocks(body)).collect();
-    hash_messages(&messages, wide::min_lanes())
-        .iter()
-        .map(|digest| hex(digest))
+    let hashed = hash_messages(&messages, starts, wide_from, carry_tail);
+    // Counted as the digests are made: a message carried is counted when it is finished.
+    let finished: Vec<usize> = (0..bodies.len()).filter(|&at| hashed[at].is_ok()).collect();
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + finished.len());
+    let tokens: usize = finished.iter().map(|&at| bodies[at].len() / 8).sum();
+    crate::work::count(|work| work.tokens_hashed += tokens as u64);
+    hashed
+        .into_iter()
+        .map(|hashed| hashed.map(|digest| hex(&digest)))
         .collect()
 }
 
-/// A message being hashed: its state, and its runs of whole blocks still to hash.
-struct Job<'a> {
-    /// Its place among the messages.
-    message: usize,
-    /// The hash of its blocks hashed so far.
-    state: State,
-    /// The runs left, the first one's hashed bytes cut off.
-    runs: std::collections::VecDeque<&'a [u8]>,
-}
-
-impl<'a> Job<'a> {
-    /// The bytes to hash next, of one run (empty once all are hashed).
-    fn pending(&self) -> &'a [u8] {
-        self.runs.front().copied().unwrap_or_default()
+/// The digest of a sequence kept encoded whose hashing stopped at `resume`: its message's
+/// blocks from there on (what [`digest_encoded`] of it gives).
+pub(crate) fn finish_encoded(body: &[u8], resume: Resume) -> String {
+    let message = encoded_blocks(body);
+    let mut state = resume.state;
+    let mut skip = resume.done;
+    for run in &message {
+        let from = skip.min(run.len());
+        skip -= from;
+        state.compress(&run[from..]);
     }
-
-    /// `step` bytes of [`Job::pending`] hashed.
-    fn advance(&mut self, step: usize) {
-        if let Some(run) = self.runs.front_mut() {
-            *run = &run[step..];
-            if run.is_empty() {
-                self.runs.pop_front();
-            }
-        }
-    }
-
-    /// Bytes still to hash.
-    fn left(&self) -> usize {
-        self.runs.iter().map(|run| run.len()).sum()
-    }
-}
-
-/// One [`compress_step`] of `jobs`: each one with bytes left hashes as many as the one with
-/// the fewest.
-fn step_jobs(jobs: &mut [Job<'_>], wide_from: Option<usize>) -> Option<(usize, usize, bool)> {
-    let pending: Vec<&[u8]> = jobs.iter().map(Job::pending).collect();
-    let mut states: Vec<State> = jobs.iter().map(|job| job.state).collect();
-    let (step, hashed, wide) = compress_step(&mut states, &pending, wide_from)?;
-    for (job, state) in jobs.iter_mut().zip(states) {
-        if !job.pending().is_empty() {
-            job.state = state;
-            job.advance(step);
-        }
-    }
-    Some((step, hashed, wide))
-}
-
-/// Hash messages given as runs of whole blocks: sixteen at a time while at least
-/// `wide_from` are left (a lane refilled from the others as soon as its message ends;
-/// `None`: never), then up to [`LANES`] at a time, their rounds interleaved.
-fn hash_messages(messages: &[Vec<Cow<'_, [u8]>>], wide_from: Option<usize>) -> Vec<[u8; 32]> {
-    debug_assert!(messages.iter().flatten().all(|run| !run.is_empty()));
-    let mut jobs: Vec<Job<'_>> = messages
-        .iter()
-        .enumerate()
-        .map(|(message, runs)| Job {
-            message,
-            state: State::new(),
-            runs: runs.iter().map(|run| &run[..]).collect(),
-        })
-        .collect();
-    let mut out = vec![[0u8; 32]; messages.len()];
-    // Bytes hashed beside other messages, and of those sixteen lanes at a time.
-    let (mut together, mut wide_bytes) = (0usize, 0usize);
-    if let Some(wide_from) = wide_from.filter(|&from| jobs.len() >= from) {
-        // Longest first: the messages left to the narrow lanes at the end are short ones.
-        jobs.sort_by_key(|job| std::cmp::Reverse(job.left()));
-        let mut queue = std::mem::take(&mut jobs).into_iter();
-        let mut lanes: Vec<Job<'_>> = Vec::with_capacity(WIDE_LANES);
-        loop {
-            lanes.extend(queue.by_ref().take(WIDE_LANES - lanes.len()));
-            if lanes.len() < wide_from {
-                break;
-            }
-            let Some((step, hashed, wide)) = step_jobs(&mut lanes, Some(wide_from)) else {
-                break;
-            };
-            debug_assert!(wide);
-            wide_bytes += step * hashed;
-            lanes.retain(|job| {
-                let done = job.runs.is_empty();
-                if done {
-                    out[job.message] = job.state.bytes();
-                }
-                !done
-            });
-        }
-        jobs = lanes;
-        jobs.extend(queue);
-    }
-    // Messages of like lengths together: a lane whose message ends early leaves the others
-    // to go on with fewer lanes.
-    jobs.sort_by_key(Job::left);
-    for group in jobs.chunks_mut(LANES) {
-        while let Some((step, hashed, _)) = step_jobs(group, None) {
-            together += step * hashed;
-        }
-        for job in group.iter() {
-            out[job.message] = job.state.bytes();
-        }
-    }
-    // Counted in tokens, the headers and padding (at most 96 bytes a message) left out.
-    let tokens: usize = messages
-        .iter()
-        .map(|runs| (runs.iter().map(|run| run.len()).sum::<usize>() / 8).saturating_sub(12))
-        .sum();
-    crate::work::count(|work| {
-        work.tokens_hashed_together += ((together + wide_bytes) / 8).min(tokens) as u64;
-        work.tokens_hashed_wide += (wide_bytes / 8).min(tokens) as u64;
-    });
-    out
-}
-
-/// The SHA-256 message of a sequence kept encoded, as runs of whole blocks: the header with
-/// the body's first bytes, the body's whole blocks after them (in place, not copied), and
-/// the body's last bytes with the padding.
-fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
-    let mut head = header(body.len() / 8);
-    let len = (head.len() + body.len()) as u64;
-    let lead = ((64 - head.len() % 64) % 64).min(body.len());
-    head.extend_from_slice(&body[..lead]);
-    if !head.len().is_multiple_of(64) {
-        // The body ends inside the first block: the padding follows it there.
-        pad(&mut head, len);
-        return vec![Cow::Owned(head)];
-    }
-    let whole = (body.len() - lead) / 64 * 64;
-    let mut tail = body[lead + whole..].to_vec();
-    pad(&mut tail, len);
-    let mut runs = vec![Cow::Owned(head)];
-    if whole > 0 {
-        runs.push(Cow::Borrowed(&body[lead..lead + whole]));
-    }
-    runs.push(Cow::Owned(tail));
-    runs
+    #[cfg(test)]
+    COMPUTED.set(COMPUTED.get() + 1);
+    crate::work::count(|work| work.tokens_hashed += (body.len() / 8) as u64);
+    hex(&state.bytes())
 }
 
 /// SHA-256's padding after a message of `len` bytes whose last bytes `out` holds: a one
@@ -572,7 +468,11 @@ mod tests {
         for group in [1, 2, 3, 4, 5, 9, lengths.len()] {
             let bodies: Vec<&[u8]> = encoded[..group].iter().map(Vec::as_slice).collect();
             crate::work::take();
-            let digests = digest_many_encoded(&bodies);
+            let digests: Vec<String> =
+                digest_many_encoded_from(&bodies, &vec![None; group], wide::min_lanes(), false)
+                    .into_iter()
+                    .map(|digest| digest.ok().expect("nothing carried"))
+                    .collect();
             let work = crate::work::take();
             for (tokens, got) in sequences.iter().zip(&digests) {
                 assert_eq!(
@@ -616,10 +516,14 @@ mod tests {
                 .iter()
                 .map(|body| encoded_blocks(body))
                 .collect();
+            let fresh = vec![None; count];
             crate::work::take();
-            let digests = hash_messages(&messages, wide_from);
+            let digests = hash_messages(&messages, &fresh, wide_from, false);
             let work = crate::work::take();
             for (tokens, got) in sequences.iter().zip(&digests) {
+                let Ok(got) = got else {
+                    panic!("finished unless asked to carry")
+                };
                 assert_eq!(
                     hex(got),
                     digest(tokens),
@@ -627,6 +531,28 @@ mod tests {
                     tokens.len()
                 );
             }
+            // Asked to carry what is left once sixteen lanes ran: each one left goes on
+            // from where it stopped, alone or beside the others, to the same digest.
+            let carried = hash_messages(&messages, &fresh, wide_from, true);
+            let starts: Vec<Option<Resume>> = carried.iter().map(|c| c.err()).collect();
+            let resumed = hash_messages(&messages, &starts, wide_from, false);
+            let mut stopped = 0;
+            for (at, tokens) in sequences[..count].iter().enumerate() {
+                let want = digest(tokens);
+                match carried[at] {
+                    Ok(got) => assert_eq!(hex(&got), want),
+                    Err(resume) => {
+                        stopped += 1;
+                        assert_eq!(finish_encoded(&encoded[at], resume), want, "{at}");
+                    }
+                }
+                assert_eq!(resumed[at].map(|got| hex(&got)).ok(), Some(want));
+            }
+            assert_eq!(
+                stopped > 0,
+                wide_from.is_some_and(|from| count >= from),
+                "{count} messages, wide from {wide_from:?}: the tail is carried"
+            );
             assert_eq!(
                 work.tokens_hashed_wide > 0,
                 wide_from.is_some_and(|from| count >= from),

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::digest::{
-    digest_encoded, digest_many, digest_many_encoded, digest_prefix, encode_onto, hex,
+    Resume, digest_encoded, digest_many, digest_many_encoded_from, digest_prefix, encode_onto,
+    finish_encoded, hex,
 };
 use crate::store::TokenRecord;
 use crate::store::seq::TokenSeq;
@@ -41,6 +42,9 @@ struct Contiguous {
     /// The call whose cumulative sequence it is, when it was placed by an append: its digest
     /// may be computed ahead of its child ([`hash_ahead`]).
     call: Option<Arc<TokenRecord>>,
+    /// Where the digest of the call's sequence stopped, hashed ahead in part (see
+    /// [`hash_ahead`]): the rest is hashed from there.
+    resume: Option<Resume>,
 }
 
 /// Opaque: a cache, whose contents say nothing about the build that used it (two equal
@@ -90,6 +94,15 @@ fn encode_after(seq: &TokenSeq, start: usize, encoded: &mut Vec<u8>) {
 /// What it did: [`HashedAhead::Waiting`] with the memos (their places in `memos`) whose
 /// digests wait for more, when there were fewer than `at_least`.
 pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
+    hash_ahead_from(memos, at_least, super::lanes::wide::min_lanes())
+}
+
+/// [`hash_ahead`], sixteen lanes at a time from `wide_from` messages on (`None`: never).
+fn hash_ahead_from(
+    memos: &[&DigestMemo],
+    at_least: usize,
+    wide_from: Option<usize>,
+) -> HashedAhead {
     // Each memo once: its copy is locked while the digests are hashed.
     let mut distinct: Vec<(usize, &DigestMemo)> = Vec::with_capacity(memos.len());
     for (at, &memo) in memos.iter().enumerate() {
@@ -97,13 +110,15 @@ pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
             distinct.push((at, memo));
         }
     }
-    let guards: Vec<_> = distinct
+    let mut guards: Vec<_> = distinct
         .iter()
         .map(|&(at, memo)| (at, memo, memo.newest()))
         .collect();
-    let wanted: Vec<(usize, &DigestMemo, &Arc<TokenRecord>, &Contiguous)> = guards
+    // (Their places in `guards`.)
+    let wanted: Vec<usize> = guards
         .iter()
-        .filter_map(|(at, memo, newest)| {
+        .enumerate()
+        .filter_map(|(place, (_, memo, newest))| {
             let kept = newest.as_ref()?;
             // A child's link check asks for its parent's digest only when the parent
             // recorded one.
@@ -115,26 +130,49 @@ pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
                 .digests()
                 .get(&call.model_call_id)
                 .is_some_and(|entry| same_call(entry, call, &kept.seq));
-            (!known).then_some((*at, *memo, call, kept))
+            (!known).then_some(place)
         })
         .collect();
     if wanted.is_empty() {
         return HashedAhead::Hashed;
     }
     if wanted.len() < at_least {
-        return HashedAhead::Waiting(wanted.iter().map(|(at, ..)| *at).collect());
+        return HashedAhead::Waiting(wanted.iter().map(|&place| guards[place].0).collect());
     }
+    let kept = |place: usize| guards[place].2.as_ref().expect("wanted: kept");
     let bodies: Vec<&[u8]> = wanted
         .iter()
-        .map(|(_, _, _, kept)| &kept.encoded[..kept.seq.len() * 8])
+        .map(|&place| &kept(place).encoded[..kept(place).seq.len() * 8])
         .collect();
+    let starts: Vec<Option<Resume>> = wanted.iter().map(|&place| kept(place).resume).collect();
+    let hashed = digest_many_encoded_from(&bodies, &starts, wide_from, true);
     crate::work::count(|work| {
-        work.tokens_hashed_contiguous += bodies.iter().map(|b| b.len() as u64 / 8).sum::<u64>()
+        work.tokens_hashed_contiguous += (bodies.iter().zip(&hashed))
+            .filter(|(_, hashed)| hashed.is_ok())
+            .map(|(body, _)| body.len() as u64 / 8)
+            .sum::<u64>()
     });
-    for ((_, memo, call, kept), digest) in wanted.iter().zip(digest_many_encoded(&bodies)) {
-        memo.remember(call, &kept.seq, &digest);
+    let mut carried = Vec::new();
+    for (&place, hashed) in wanted.iter().zip(hashed) {
+        let (at, memo, newest) = &mut guards[place];
+        let kept = newest.as_mut().expect("wanted: kept");
+        match hashed {
+            Ok(digest) => {
+                let call = Arc::clone(kept.call.as_ref().expect("wanted: a call"));
+                memo.remember(&call, &kept.seq, &digest);
+                kept.resume = None;
+            }
+            Err(resume) => {
+                kept.resume = Some(resume);
+                carried.push(*at);
+            }
+        }
     }
-    HashedAhead::Hashed
+    if carried.is_empty() {
+        HashedAhead::Hashed
+    } else {
+        HashedAhead::Carried(carried)
+    }
 }
 
 /// What [`hash_ahead`] did.
@@ -145,6 +183,10 @@ pub enum HashedAhead {
     /// Too few to hash yet: the places in the memos given of those whose digests wait (a
     /// memo given twice at its first place).
     Waiting(Vec<usize>),
+    /// Hashed, but for those left when fewer than fill the lanes were: they stopped where
+    /// they were, and go on beside the next ones (the places in the memos given). A link
+    /// check that asks for one first hashes the rest of it.
+    Carried(Vec<usize>),
 }
 
 /// How many digests [`hash_ahead`] should wait for before it hashes them: sixteen where
@@ -218,11 +260,14 @@ impl DigestMemo {
                     seq: cumulative.clone(),
                     encoded,
                     call: None,
+                    resume: None,
                 });
             }
         }
         if let Some(kept) = newest.as_mut() {
             kept.call = call.cloned();
+            // Where a digest stopped is of the sequence and call it was taken for.
+            kept.resume = None;
         }
     }
 
@@ -236,7 +281,12 @@ impl DigestMemo {
         }) {
             Some(kept) => {
                 crate::work::count(|work| work.tokens_hashed_contiguous += sequence.len() as u64);
-                digest_encoded(&kept.encoded[..sequence.len() * 8])
+                let body = &kept.encoded[..sequence.len() * 8];
+                match kept.resume.filter(|_| kept.seq.is_same(sequence)) {
+                    // Hashed ahead in part: the rest.
+                    Some(resume) => finish_encoded(body, resume),
+                    None => digest_encoded(body),
+                }
             }
             None => digest_prefix(sequence, sequence.len()),
         }
@@ -545,6 +595,86 @@ mod memo_tests {
             crate::work::take().tokens_hashed,
             total as u64,
             "checked above only"
+        );
+    }
+
+    #[test]
+    fn digests_left_part_hashed_go_on_from_where_they_stopped() {
+        let recorded = |id: &str, tokens: usize| {
+            let prompt: Vec<u64> = (0..tokens as u64).map(|t| t * 31 + tokens as u64).collect();
+            let mut all = prompt.clone();
+            all.push(5);
+            let line = format!(
+                r#"{{"cum_len":{},"digest":"{}","generation_log_probs":[-0.5],"generation_token_ids":[5],"model_call_id":"{id}","parent_call_id":"p","parent_resolution":"resolved","prompt_token_ids":{prompt:?},"rollout_id":"r"}}"#,
+                all.len(),
+                crate::rebuild::digest::digest(&all),
+            );
+            let call = Arc::new(TokenRecord::parse(line.as_bytes()).expect("a valid record"));
+            let cumulative = call
+                .prompt_token_ids
+                .append_ids(call.generation_token_ids.clone(), false);
+            (call, cumulative)
+        };
+        let memos: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
+        let calls: Vec<_> = (0..5)
+            .map(|r| recorded(&format!("c{r}"), 200 + 900 * r))
+            .collect();
+        for (memo, (call, cumulative)) in memos.iter().zip(&calls) {
+            memo.follow(Some(call), cumulative);
+        }
+        let all: Vec<&DigestMemo> = memos.iter().collect();
+        let digests: Vec<String> = calls
+            .iter()
+            .map(|(_, cumulative)| digest_prefix(cumulative, cumulative.len()))
+            .collect();
+        let expected = |at: usize| digests[at].clone();
+        crate::work::take();
+        // Two lanes at a time from two messages on: the longest is left alone at the end,
+        // part-hashed, and carried.
+        let HashedAhead::Carried(carried) = hash_ahead_from(&all, 1, Some(2)) else {
+            panic!("the last one is carried")
+        };
+        assert_eq!(carried, vec![4]);
+        let finished: usize = (0..4).map(|at| calls[at].1.len()).sum();
+        assert_eq!(crate::work::take().tokens_hashed, finished as u64);
+        // The link check asking for it hashes the rest (counted whole: one digest made).
+        let (call, cumulative) = &calls[4];
+        assert_eq!(memos[4].digest(call, cumulative), expected(4));
+        assert_eq!(crate::work::take().tokens_hashed, cumulative.len() as u64);
+        for at in 0..4 {
+            assert_eq!(memos[at].digest(&calls[at].0, &calls[at].1), expected(at));
+        }
+        assert_eq!(crate::work::take().tokens_hashed, 0, "hashed ahead");
+        // Carried again, then taken on by the next round, alone: the same digest.
+        let again: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
+        for (memo, (call, cumulative)) in again.iter().zip(&calls) {
+            memo.follow(Some(call), cumulative);
+        }
+        let all: Vec<&DigestMemo> = again.iter().collect();
+        assert_eq!(
+            hash_ahead_from(&all, 1, Some(2)),
+            HashedAhead::Carried(vec![4])
+        );
+        assert_eq!(hash_ahead_from(&all, 1, Some(2)), HashedAhead::Hashed);
+        crate::work::take();
+        assert_eq!(again[4].digest(call, cumulative), expected(4));
+        assert_eq!(crate::work::take().tokens_hashed, 0, "finished ahead");
+        // A call placed after one carried starts its own digest from the beginning.
+        let third: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
+        for (memo, (call, cumulative)) in third.iter().zip(&calls) {
+            memo.follow(Some(call), cumulative);
+        }
+        let all: Vec<&DigestMemo> = third.iter().collect();
+        assert_eq!(
+            hash_ahead_from(&all, 1, Some(2)),
+            HashedAhead::Carried(vec![4])
+        );
+        let (child, child_cumulative) = recorded("c5", 4_000);
+        third[4].follow(Some(&child), &child_cumulative);
+        assert_eq!(hash_ahead_from(&all, 1, None), HashedAhead::Hashed);
+        assert_eq!(
+            third[4].digest(&child, &child_cumulative),
+            digest_prefix(&child_cumulative, child_cumulative.len())
         );
     }
 

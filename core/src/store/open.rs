@@ -125,9 +125,9 @@ pub(crate) fn read_more_at(
         }
         let room = data.spare_capacity_mut();
         let asked = room.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let at = offset
+        let at: libc::off_t = offset
             .checked_add(read)
-            .and_then(|at| libc::off_t::try_from(at).ok())
+            .and_then(|at| at.try_into().ok())
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: `room` is at least `asked` bytes of the vector's spare capacity, which
         // `pread` may write; only the count it returns is then taken as initialized.
