@@ -95,7 +95,7 @@ fn continues(before: Option<Stamp>, now: Option<Stamp>) -> bool {
         .is_some_and(|(before, now)| before.identity == now.identity && now.len >= before.len)
 }
 
-/// The most bytes one read of a followed file takes in.
+/// The most room made up front for one read of a followed file (more is read as it comes).
 const MAX_READ: usize = 1 << 30;
 
 /// `bytes` in a buffer of about their size: out of one far larger than they need (a spare

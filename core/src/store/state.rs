@@ -3,10 +3,6 @@
 //! The writer replaces it atomically. Its flags are read the way the reference store reads
 //! them: any JSON value, judged by Python truthiness.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The parsed state of a rollout; defaults when the file does not exist.
@@ -24,10 +20,8 @@ pub struct RolloutState {
     pub snapshot_id: String,
     /// Version counter (grows with every change), when it reads as an integer.
     pub version: Option<i64>,
-    /// `entry_digests`, the writer's index of line digests by call id, as written (`None`
-    /// when missing or not an object): it grows with every call and is read only when the
-    /// records file goes past the index ([`RolloutState::entry_digests`]).
-    pub entry_digests_text: Option<String>,
+    /// The writer's index of line digests by call id (`None` when missing or not an object).
+    pub entry_digests: Option<Map<String, Value>>,
     /// Byte length of the records file covered by `entry_digests` (`None` when not an int).
     pub indexed_size: Option<i64>,
     /// Why the file could not be used, if it could not.
@@ -62,25 +56,27 @@ pub(crate) fn py_int(value: &Value) -> Option<i64> {
 
 impl RolloutState {
     /// Parse the bytes of a state file.
-    ///
-    /// The writer replaces it at every call, so it is read at every append: its values are
-    /// taken as written text and only the few read here are parsed (no map of every value
-    /// built, no entry of the digest index read).
     pub fn parse(bytes: &[u8]) -> RolloutState {
-        // Duplicate keys: the last one wins, as in Python's `json.loads`.
-        let raw: HashMap<Cow<'_, str>, &RawValue> = match serde_json::from_slice(bytes) {
-            Ok(raw) => raw,
-            // Not an object, or not JSON: said as the whole value's parse says it.
-            Err(_) => return RolloutState::unusable(bytes),
+        let value: Value = match serde_json::from_slice(bytes) {
+            Ok(value) => value,
+            Err(error) => {
+                return RolloutState {
+                    present: true,
+                    error: Some(format!("state file is not valid JSON: {error}")),
+                    ..RolloutState::default()
+                };
+            }
         };
-        let value = |key: &str| {
-            raw.get(key)
-                .map(|text| serde_json::from_str::<Value>(text.get()).unwrap_or(Value::Null))
+        let Value::Object(mut raw) = value else {
+            return RolloutState {
+                present: true,
+                error: Some("state file is not a JSON object".into()),
+                ..RolloutState::default()
+            };
         };
-        let flag = |key: &str| value(key).as_ref().is_some_and(truthy);
+        let flag = |key: &str| raw.get(key).is_some_and(truthy);
         let frozen = flag("frozen");
-        let version_value = value("version");
-        let version = match &version_value {
+        let version = match raw.get("version") {
             None => Some(0),
             Some(value) => py_int(value),
         };
@@ -88,7 +84,7 @@ impl RolloutState {
         if version.is_none() {
             error = Some(format!(
                 "state `version` is not an integer: {}",
-                version_value.map(|v| v.to_string()).unwrap_or_default()
+                raw.get("version").map(Value::to_string).unwrap_or_default()
             ));
         } else if frozen && !raw.contains_key("snapshot_id") {
             error = Some("state is frozen but has no `snapshot_id`".into());
@@ -100,18 +96,20 @@ impl RolloutState {
             frozen,
             retired: flag("retired"),
             incomplete: flag("incomplete"),
-            snapshot_id: match value("snapshot_id") {
-                Some(Value::String(s)) => s,
+            snapshot_id: match raw.get("snapshot_id") {
+                Some(Value::String(s)) => s.clone(),
                 Some(other) => other.to_string(),
                 None => String::new(),
             },
             version,
-            entry_digests_text: raw
-                .get("entry_digests")
-                .filter(|text| text.get().starts_with('{'))
-                .map(|text| text.get().to_owned()),
-            indexed_size: match value("indexed_size") {
-                Some(Value::Bool(b)) => Some(i64::from(b)),
+            // Moved out, not copied: the writer replaces the file at every call, so it is
+            // read at every append, and the index grows with every call.
+            entry_digests: match raw.remove("entry_digests") {
+                Some(Value::Object(map)) => Some(map),
+                _ => None,
+            },
+            indexed_size: match raw.get("indexed_size") {
+                Some(Value::Bool(b)) => Some(i64::from(*b)),
                 Some(Value::Number(n)) => n.as_i64(),
                 _ => None,
             },
@@ -119,24 +117,11 @@ impl RolloutState {
         }
     }
 
-    /// A state file that is not a JSON object, and why.
-    fn unusable(bytes: &[u8]) -> RolloutState {
-        let error = match serde_json::from_slice::<Value>(bytes) {
-            Err(error) => format!("state file is not valid JSON: {error}"),
-            Ok(_) => "state file is not a JSON object".into(),
-        };
-        RolloutState {
-            present: true,
-            error: Some(error),
-            ..RolloutState::default()
-        }
-    }
-
     /// A missing state file.
     pub fn absent() -> RolloutState {
         RolloutState {
             version: Some(0),
-            entry_digests_text: Some("{}".into()),
+            entry_digests: Some(Map::new()),
             indexed_size: Some(0),
             ..RolloutState::default()
         }
@@ -144,12 +129,7 @@ impl RolloutState {
 
     /// The index is "legacy" (to be rebuilt from the whole file) when either part is unusable.
     pub(crate) fn legacy_index(&self) -> bool {
-        self.entry_digests_text.is_none() || self.indexed_size.is_none()
-    }
-
-    /// The writer's index of line digests by call id (`None` when missing or not an object).
-    pub fn entry_digests(&self) -> Option<Map<String, Value>> {
-        serde_json::from_str(self.entry_digests_text.as_deref()?).ok()
+        self.entry_digests.is_none() || self.indexed_size.is_none()
     }
 }
 
@@ -170,34 +150,32 @@ mod tests {
     }
 
     #[test]
-    fn the_digest_index_is_kept_as_written_and_read_when_asked() {
+    fn the_digest_index_is_read_and_values_that_do_not_parse_are_errors() {
         let state = RolloutState::parse(
             br#"{"entry_digests": {"c1": "ab", "c\u0032": null}, "indexed_size": 3, "version": 1, "version": 2}"#,
         );
         // The last of duplicate keys wins, as in Python.
         assert_eq!(state.version, Some(2));
         assert!(!state.legacy_index());
-        let index = state.entry_digests().unwrap();
+        let index = state.entry_digests.unwrap();
         assert_eq!(index["c1"], "ab");
         assert!(index["c2"].is_null());
-        for not_an_index in [
-            r#"{"entry_digests": [], "indexed_size": 0}"#,
-            r#"{"indexed_size": 0}"#,
+        let not_an_index = RolloutState::parse(br#"{"entry_digests": [], "indexed_size": 0}"#);
+        assert!(not_an_index.entry_digests.is_none() && not_an_index.legacy_index());
+        // Well-formed text whose values do not parse (a number out of range, a lone
+        // surrogate), wherever they are, make the file unusable: every value is parsed,
+        // not only those read.
+        for bad in [
+            r#"{"x": 1e400, "version": 3}"#,
+            r#"{"entry_digests": {"a": "\udc00"}, "indexed_size": 0}"#,
+            r#"{"snapshot_id": "\ud800", "frozen": true, "version": 3}"#,
         ] {
-            let state = RolloutState::parse(not_an_index.as_bytes());
-            assert!(state.entry_digests().is_none() && state.legacy_index());
+            let error = RolloutState::parse(bad.as_bytes()).error.unwrap();
+            assert!(
+                error.starts_with("state file is not valid JSON: "),
+                "{bad}: {error}"
+            );
         }
-        assert_eq!(RolloutState::absent().entry_digests(), Some(Map::new()));
-        assert_eq!(
-            RolloutState::parse(b"[1]").error.as_deref(),
-            Some("state file is not a JSON object")
-        );
-        assert!(
-            RolloutState::parse(b"{\"version\": 1,")
-                .error
-                .unwrap()
-                .starts_with("state file is not valid JSON: ")
-        );
     }
 
     #[test]

@@ -142,8 +142,9 @@ pub struct Capture {
     /// Whether any of the rollout's files exists (a cleared rollout has none).
     pub files_present: bool,
     /// How many leading intents are known to be the leading records' ids, in order (0:
-    /// none known; whoever changes `records` or `intents` sets it back to 0). What
-    /// [`Capture::open_intents`] need not compare again.
+    /// none known): what [`Capture::open_intents`] need not compare again. Code of this
+    /// crate that changes `records` or `intents` sets it back to 0 (a replay's partial
+    /// capture); nothing outside it changes them.
     pub(crate) intents_in_order: usize,
 }
 

@@ -434,8 +434,8 @@ pub(super) fn parse_records(
             .map(|key| (key, cache.lines[&key].clone()))
             .collect();
         // Line digests are needed only for call ids seen more than once.
-        let index = state.entry_digests();
-        let mut known: HashMap<&str, Option<Cow<'_, str>>> = index
+        let mut known: HashMap<&str, Option<Cow<'_, str>>> = state
+            .entry_digests
             .iter()
             .flatten()
             .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
