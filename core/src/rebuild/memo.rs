@@ -615,13 +615,18 @@ mod memo_tests {
                 .append_ids(call.generation_token_ids.clone(), false);
             (call, cumulative)
         };
-        let memos: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
         let calls: Vec<_> = (0..5)
             .map(|r| recorded(&format!("c{r}"), 200 + 900 * r))
             .collect();
-        for (memo, (call, cumulative)) in memos.iter().zip(&calls) {
-            memo.follow(Some(call), cumulative);
-        }
+        // A rollout's memo each, following its call.
+        let following = || -> Vec<DigestMemo> {
+            let memos: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
+            for (memo, (call, cumulative)) in memos.iter().zip(&calls) {
+                memo.follow(Some(call), cumulative);
+            }
+            memos
+        };
+        let memos = following();
         let all: Vec<&DigestMemo> = memos.iter().collect();
         let digests: Vec<String> = calls
             .iter()
@@ -645,30 +650,24 @@ mod memo_tests {
             assert_eq!(memos[at].digest(&calls[at].0, &calls[at].1), expected(at));
         }
         assert_eq!(crate::work::take().tokens_hashed, 0, "hashed ahead");
+        // Memos following the calls, hashed ahead: the longest carried, as above.
+        let carried = || -> Vec<DigestMemo> {
+            let memos = following();
+            let all: Vec<&DigestMemo> = memos.iter().collect();
+            let hashed = hash_ahead_from(&all, 1, Some(2));
+            assert_eq!(hashed, HashedAhead::Carried(vec![4]));
+            memos
+        };
         // Carried again, then taken on by the next round, alone: the same digest.
-        let again: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
-        for (memo, (call, cumulative)) in again.iter().zip(&calls) {
-            memo.follow(Some(call), cumulative);
-        }
+        let again = carried();
         let all: Vec<&DigestMemo> = again.iter().collect();
-        assert_eq!(
-            hash_ahead_from(&all, 1, Some(2)),
-            HashedAhead::Carried(vec![4])
-        );
         assert_eq!(hash_ahead_from(&all, 1, Some(2)), HashedAhead::Hashed);
         crate::work::take();
         assert_eq!(again[4].digest(call, cumulative), expected(4));
         assert_eq!(crate::work::take().tokens_hashed, 0, "finished ahead");
         // A call placed after one carried starts its own digest from the beginning.
-        let third: Vec<DigestMemo> = (0..5).map(|_| DigestMemo::default()).collect();
-        for (memo, (call, cumulative)) in third.iter().zip(&calls) {
-            memo.follow(Some(call), cumulative);
-        }
+        let third = carried();
         let all: Vec<&DigestMemo> = third.iter().collect();
-        assert_eq!(
-            hash_ahead_from(&all, 1, Some(2)),
-            HashedAhead::Carried(vec![4])
-        );
         let (child, child_cumulative) = recorded("c5", 4_000);
         third[4].follow(Some(&child), &child_cumulative);
         assert_eq!(hash_ahead_from(&all, 1, None), HashedAhead::Hashed);
