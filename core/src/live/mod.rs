@@ -81,7 +81,8 @@ pub struct LiveStore {
     /// keeps one entry a rollout, not one an append).
     changed: std::collections::BTreeSet<RolloutLocation>,
     /// The digests in `changed` waited at the last call to hash them ahead: the next one
-    /// hashes them, however few.
+    /// hashes them, however few (but for a part-hashed tail, when enough to fill the lanes
+    /// ran: see [`LiveStore::hash_ahead`]).
     waited: bool,
 }
 
@@ -298,15 +299,21 @@ impl LiveStore {
     /// Where sixteen lanes hash faster than the SHA extensions, the digests wait for enough
     /// of them to fill the lanes ([`hash_ahead_batch`](crate::rebuild::memo::hash_ahead_batch)),
     /// or one from each rollout being written when there are fewer, and for one more burst at
-    /// most. A rollout appended to again while its digest waits has its link check hash it
-    /// (alone, on the way to the screen, as before digests were hashed ahead); the others
+    /// most; those left when too few remain to fill the lanes stop where they are and go on
+    /// with the next batch (so one may span several bursts). A rollout appended to again
+    /// while its digest waits, or is part-hashed, has its link check hash it, or the rest of
+    /// it (alone, on the way to the screen, as before digests were hashed ahead); the others
     /// wait on.
     pub fn hash_ahead(&mut self) {
-        self.hash_ahead_in(crate::rebuild::memo::hash_ahead_batch());
+        self.hash_ahead_in(
+            crate::rebuild::memo::hash_ahead_batch(),
+            crate::rebuild::memo::wide_from(),
+        );
     }
 
-    /// [`LiveStore::hash_ahead`], with `batch` digests filling the lanes.
-    fn hash_ahead_in(&mut self, batch: usize) {
+    /// [`LiveStore::hash_ahead`], with `batch` digests filling the lanes, sixteen at a time
+    /// from `wide_from` on (`None`: never).
+    fn hash_ahead_in(&mut self, batch: usize, wide_from: Option<usize>) {
         // No more can come than one from each rollout being written (hot and not frozen);
         // counted only as far as the batch (each is a lookup by path).
         let writing = self
@@ -320,12 +327,12 @@ impl LiveStore {
         } else {
             batch.min(writing).max(1)
         };
-        self.waited = self.hash_changed(at_least);
+        self.waited = self.hash_changed(at_least, wide_from);
     }
 
     /// Hash ahead the changed rollouts' digests if there are at least `at_least` to hash;
     /// else keep the rollouts whose digests wait, and say so.
-    fn hash_changed(&mut self, at_least: usize) -> bool {
+    fn hash_changed(&mut self, at_least: usize, wide_from: Option<usize>) -> bool {
         let changed: Vec<RolloutLocation> = std::mem::take(&mut self.changed)
             .into_iter()
             .filter(|location| {
@@ -341,7 +348,7 @@ impl LiveStore {
         if memos.is_empty() {
             return false;
         }
-        match crate::rebuild::memo::hash_ahead(&memos, at_least) {
+        match crate::rebuild::memo::hash_ahead_from(&memos, at_least, wide_from) {
             crate::rebuild::memo::HashedAhead::Waiting(waiting) => {
                 self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
                 true
@@ -550,65 +557,117 @@ mod tests {
         assert_eq!(take_digests_computed(), 11);
     }
 
+    /// Rollouts of one conversation of `calls` calls, followed by a store: rollout `at`
+    /// read with `first[at]` calls, then appended to call by call.
+    struct Conversations {
+        store: LiveStore,
+        locations: Vec<RolloutLocation>,
+        whole: String,
+        line_ends: Vec<usize>,
+    }
+
+    impl Conversations {
+        fn new(dir: &Path, calls: u64, first: &[usize]) -> Conversations {
+            let whole = conversation(calls);
+            let line_ends: Vec<usize> = whole.match_indices('\n').map(|(at, _)| at + 1).collect();
+            let locations: Vec<RolloutLocation> = first
+                .iter()
+                .enumerate()
+                .map(|(at, &calls)| {
+                    rollout_with(dir, &format!("r{at}"), &whole[..line_ends[calls - 1]])
+                })
+                .collect();
+            let mut store = LiveStore::new(vec![dir.to_path_buf()], Default::default());
+            for location in &locations {
+                store.refresh(location);
+            }
+            Conversations {
+                store,
+                locations,
+                whole,
+                line_ends,
+            }
+        }
+
+        /// Rollout `at` grown to `calls` calls, and read.
+        fn append(&mut self, at: usize, calls: usize) {
+            std::fs::write(
+                self.locations[at].path(FileKind::Records),
+                &self.whole[..self.line_ends[calls - 1]],
+            )
+            .unwrap();
+            assert!(!self.store.refresh(&self.locations[at]).is_empty());
+        }
+
+        /// Rollout `at`'s summary now.
+        fn summary(&mut self, at: usize) -> crate::verdict::Summary {
+            let rollout = self.store.rollouts.get_mut(&self.locations[at]).unwrap();
+            rollout.summary().unwrap()
+        }
+    }
+
+    #[test]
+    fn a_digest_left_part_hashed_is_finished_by_the_link_check_that_needs_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rollouts = Conversations::new(dir.path(), 9, &[2, 3, 4, 5, 6]);
+        // Newest calls 2 to 6, placed by an append: messages of 2, 2, 3, 3 and 4 blocks.
+        for at in 0..5 {
+            rollouts.append(at, at + 3);
+        }
+        take_digests_computed();
+        // Two lanes at a time from two on: the longest is left alone at the end, part-hashed,
+        // and kept for the next batch without waiting as too few do.
+        rollouts.store.hash_ahead_in(16, Some(2));
+        assert_eq!(take_digests_computed(), 4);
+        let carried: Vec<&RolloutLocation> = rollouts.store.changed.iter().collect();
+        assert_eq!(carried, [&rollouts.locations[4]]);
+        assert!(!rollouts.store.waited);
+        // Its child comes first: the link check hashes the rest, and the link holds.
+        rollouts.append(4, 8);
+        assert_eq!(take_digests_computed(), 1, "the parent's, finished");
+        let summary = rollouts.summary(4);
+        assert_eq!(summary.records, 8);
+        assert!(summary.reasons.is_empty(), "{:?}", summary.reasons);
+    }
+
     #[test]
     fn digests_wait_for_a_full_batch_or_one_more_burst() {
         let dir = tempfile::tempdir().unwrap();
-        let whole = conversation(5);
-        let line_ends: Vec<usize> = whole.match_indices('\n').map(|(at, _)| at + 1).collect();
-        let locations: Vec<RolloutLocation> = ["a", "b", "c"]
-            .iter()
-            .map(|id| rollout_with(dir.path(), id, &whole[..line_ends[1]]))
-            .collect();
-        let mut store = LiveStore::new(vec![dir.path().to_path_buf()], Default::default());
-        // Call `calls` appended to rollout `at`, and read.
-        let append = |store: &mut LiveStore, at: usize, calls: usize| {
-            std::fs::write(
-                locations[at].path(FileKind::Records),
-                &whole[..line_ends[calls - 1]],
-            )
-            .unwrap();
-            assert!(!store.refresh(&locations[at]).is_empty());
-        };
         // Read with two calls, then a third appended to each (an append's build is extended:
         // its newest call is the one whose digest the next append asks for).
-        for (at, location) in locations.iter().enumerate() {
-            store.refresh(location);
-            append(&mut store, at, 3);
+        let mut rollouts = Conversations::new(dir.path(), 5, &[2, 2, 2]);
+        for at in 0..3 {
+            rollouts.append(at, 3);
         }
         take_digests_computed();
         // Three rollouts being written: a batch of sixteen cannot come, one from each is
         // enough.
-        store.hash_ahead_in(16);
+        rollouts.store.hash_ahead_in(16, None);
         assert_eq!(
             take_digests_computed(),
             3,
             "one from each rollout being written"
         );
-        append(&mut store, 0, 4);
-        append(&mut store, 1, 4);
+        rollouts.append(0, 4);
+        rollouts.append(1, 4);
         assert_eq!(take_digests_computed(), 0, "the parents' were hashed ahead");
-        store.hash_ahead_in(16);
+        rollouts.store.hash_ahead_in(16, None);
         assert_eq!(take_digests_computed(), 0, "two of three: they wait");
-        assert_eq!(store.changed.len(), 2);
+        assert_eq!(rollouts.store.changed.len(), 2);
         // An append to a rollout whose digest waits: its link check hashes the parent's.
-        append(&mut store, 0, 5);
+        rollouts.append(0, 5);
         assert_eq!(
             take_digests_computed(),
             1,
             "the parent's, by the link check"
         );
         // Waited once: the next call hashes them, however few.
-        store.hash_ahead_in(16);
+        rollouts.store.hash_ahead_in(16, None);
         assert_eq!(take_digests_computed(), 2);
-        assert!(store.changed.is_empty() && !store.waited);
-        store.hash_ahead_in(16);
+        assert!(rollouts.store.changed.is_empty() && !rollouts.store.waited);
+        rollouts.store.hash_ahead_in(16, None);
         assert_eq!(take_digests_computed(), 0, "nothing left");
-        let summary = store
-            .rollouts
-            .get_mut(&locations[0])
-            .unwrap()
-            .summary()
-            .unwrap();
+        let summary = rollouts.summary(0);
         assert_eq!(summary.records, 5);
         assert!(
             summary.reasons.is_empty(),

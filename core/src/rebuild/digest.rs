@@ -135,6 +135,11 @@ pub(crate) fn digest_many_encoded_from(
 /// blocks from there on (what [`digest_encoded`] of it gives).
 pub(crate) fn finish_encoded(body: &[u8], resume: Resume) -> String {
     let message = encoded_blocks(body);
+    debug_assert!(
+        resume.done.is_multiple_of(64)
+            && resume.done < message.iter().map(|run| run.len()).sum::<usize>(),
+        "a message stops after whole blocks, before its end"
+    );
     let mut state = resume.state;
     let mut skip = resume.done;
     for run in &message {

@@ -42,9 +42,21 @@ struct Contiguous {
     /// The call whose cumulative sequence it is, when it was placed by an append: its digest
     /// may be computed ahead of its child ([`hash_ahead`]).
     call: Option<Arc<TokenRecord>>,
-    /// Where the digest of the call's sequence stopped, hashed ahead in part (see
-    /// [`hash_ahead`]): the rest is hashed from there.
-    resume: Option<Resume>,
+    /// Where the digest of the sequence of this length (its first tokens: the call's, or a
+    /// parent's once a child extended the copy) stopped, hashed ahead in part (see
+    /// [`hash_ahead`]): the rest is hashed from there. Taken only for a sequence of the
+    /// same arrays and that length, whose message it is.
+    resume: Option<(usize, Resume)>,
+}
+
+impl Contiguous {
+    /// Where the digest of the copy's first `len` tokens stopped, if it was hashed ahead in
+    /// part (the copy's first tokens are the same arrays whatever it grew by since).
+    fn resume_for(&self, len: usize) -> Option<Resume> {
+        self.resume
+            .filter(|&(of, _)| of == len && len <= self.seq.len())
+            .map(|(_, resume)| resume)
+    }
 }
 
 /// Opaque: a cache, whose contents say nothing about the build that used it (two equal
@@ -86,19 +98,22 @@ fn encode_after(seq: &TokenSeq, start: usize, encoded: &mut Vec<u8>) {
 
 /// Compute ahead the digests the next appends' link checks will ask for: each memo's newest
 /// call's, not remembered yet, hashed from its contiguous copy, several at once
-/// (`digest::digest_many_encoded`), and only once there are `at_least` of them. The watcher
+/// ([`digest_many_encoded_from`]), and only once there are `at_least` of them. The watcher
 /// calls it once a burst's changes are sent: the rollouts share the SHA rounds, and the
 /// hashing is off the path from a write to the screen. A call that gets no child costs one
 /// digest for nothing.
 ///
 /// What it did: [`HashedAhead::Waiting`] with the memos (their places in `memos`) whose
-/// digests wait for more, when there were fewer than `at_least`.
+/// digests wait for more, when there were fewer than `at_least`; [`HashedAhead::Carried`]
+/// with those left part-hashed when too few were left to fill the sixteen lanes (they go
+/// on from there at the next call, or with the link check that asks for one first, on the
+/// way to the screen).
 pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
-    hash_ahead_from(memos, at_least, super::lanes::wide::min_lanes())
+    hash_ahead_from(memos, at_least, wide_from())
 }
 
 /// [`hash_ahead`], sixteen lanes at a time from `wide_from` messages on (`None`: never).
-fn hash_ahead_from(
+pub(crate) fn hash_ahead_from(
     memos: &[&DigestMemo],
     at_least: usize,
     wide_from: Option<usize>,
@@ -144,7 +159,10 @@ fn hash_ahead_from(
         .iter()
         .map(|&place| &kept(place).encoded[..kept(place).seq.len() * 8])
         .collect();
-    let starts: Vec<Option<Resume>> = wanted.iter().map(|&place| kept(place).resume).collect();
+    let starts: Vec<Option<Resume>> = wanted
+        .iter()
+        .map(|&place| kept(place).resume_for(kept(place).seq.len()))
+        .collect();
     let hashed = digest_many_encoded_from(&bodies, &starts, wide_from, true);
     crate::work::count(|work| {
         work.tokens_hashed_contiguous += (bodies.iter().zip(&hashed))
@@ -163,7 +181,7 @@ fn hash_ahead_from(
                 kept.resume = None;
             }
             Err(resume) => {
-                kept.resume = Some(resume);
+                kept.resume = Some((kept.seq.len(), resume));
                 carried.push(*at);
             }
         }
@@ -199,6 +217,12 @@ pub fn hash_ahead_batch() -> usize {
     } else {
         1
     }
+}
+
+/// From how many digests on [`hash_ahead`] hashes sixteen at once (`None`: never; measured
+/// once, see `lanes::wide::min_lanes`).
+pub(crate) fn wide_from() -> Option<usize> {
+    super::lanes::wide::min_lanes()
 }
 
 /// Sequences made of more arrays than this are compared directly (a delta chain's prompt
@@ -266,8 +290,6 @@ impl DigestMemo {
         }
         if let Some(kept) = newest.as_mut() {
             kept.call = call.cloned();
-            // Where a digest stopped is of the sequence and call it was taken for.
-            kept.resume = None;
         }
     }
 
@@ -282,7 +304,7 @@ impl DigestMemo {
             Some(kept) => {
                 crate::work::count(|work| work.tokens_hashed_contiguous += sequence.len() as u64);
                 let body = &kept.encoded[..sequence.len() * 8];
-                match kept.resume.filter(|_| kept.seq.is_same(sequence)) {
+                match kept.resume_for(sequence.len()) {
                     // Hashed ahead in part: the rest.
                     Some(resume) => finish_encoded(body, resume),
                     None => digest_encoded(body),
@@ -666,15 +688,22 @@ mod memo_tests {
         assert_eq!(again[4].digest(call, cumulative), expected(4));
         assert_eq!(crate::work::take().tokens_hashed, 0, "finished ahead");
         // A call placed after one carried starts its own digest from the beginning.
+        // A child placed on the carried call's arrays (the copy extended, as an append
+        // does): its own digest starts from the beginning, and the parent's, asked for
+        // after, still goes on from where it stopped.
         let third = carried();
         let all: Vec<&DigestMemo> = third.iter().collect();
-        let (child, child_cumulative) = recorded("c5", 4_000);
+        let child_cumulative = cumulative.append_ids(Arc::from(vec![9u64; 700]), false);
+        let (child, _) = recorded("c5", 1);
         third[4].follow(Some(&child), &child_cumulative);
         assert_eq!(hash_ahead_from(&all, 1, None), HashedAhead::Hashed);
+        let child_digest = digest_prefix(&child_cumulative, child_cumulative.len());
         assert_eq!(
             third[4].digest(&child, &child_cumulative),
-            digest_prefix(&child_cumulative, child_cumulative.len())
+            child_digest,
+            "the child's, hashed ahead whole"
         );
+        assert_eq!(third[4].digest_of(cumulative), expected(4), "the parent's");
     }
 
     #[test]

@@ -36,6 +36,10 @@ impl<'a> Job<'a> {
 
     /// The first `bytes` of the runs hashed already (where a message's hashing stopped).
     fn skip(&mut self, mut bytes: usize) {
+        debug_assert!(
+            bytes.is_multiple_of(64) && bytes < self.left(),
+            "a message stops after whole blocks, before its end"
+        );
         while bytes > 0 {
             let step = bytes.min(self.pending().len());
             if step == 0 {
