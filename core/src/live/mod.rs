@@ -348,18 +348,17 @@ impl LiveStore {
         if memos.is_empty() {
             return false;
         }
-        match crate::rebuild::memo::hash_ahead_from(&memos, at_least, wide_from) {
-            crate::rebuild::memo::HashedAhead::Waiting(waiting) => {
-                self.changed = waiting.into_iter().map(|at| changed[at].clone()).collect();
-                true
-            }
-            // Those left part-hashed go on with the next full batch.
-            crate::rebuild::memo::HashedAhead::Carried(carried) => {
-                self.changed = carried.into_iter().map(|at| changed[at].clone()).collect();
-                false
-            }
-            crate::rebuild::memo::HashedAhead::Hashed => false,
-        }
+        use crate::rebuild::memo::HashedAhead;
+        // The rollouts kept for the next call, and whether they waited (those left
+        // part-hashed go on with the next full batch).
+        let (kept, waited) =
+            match crate::rebuild::memo::hash_ahead_from(&memos, at_least, wide_from) {
+                HashedAhead::Waiting(waiting) => (waiting, true),
+                HashedAhead::Carried(carried) => (carried, false),
+                HashedAhead::Hashed => (Vec::new(), false),
+            };
+        self.changed = kept.into_iter().map(|at| changed[at].clone()).collect();
+        waited
     }
 
     /// Whether `path` is one of the followed directories itself.

@@ -134,23 +134,10 @@ pub(crate) fn digest_many_encoded_from(
 /// The digest of a sequence kept encoded whose hashing stopped at `resume`: its message's
 /// blocks from there on (what [`digest_encoded`] of it gives).
 pub(crate) fn finish_encoded(body: &[u8], resume: Resume) -> String {
-    let message = encoded_blocks(body);
-    debug_assert!(
-        resume.done.is_multiple_of(64)
-            && resume.done < message.iter().map(|run| run.len()).sum::<usize>(),
-        "a message stops after whole blocks, before its end"
-    );
-    let mut state = resume.state;
-    let mut skip = resume.done;
-    for run in &message {
-        let from = skip.min(run.len());
-        skip -= from;
-        state.compress(&run[from..]);
+    match digest_many_encoded_from(&[body], &[Some(resume)], None, false).pop() {
+        Some(Ok(digest)) => digest,
+        _ => unreachable!("one message, finished: nothing is carried"),
     }
-    #[cfg(test)]
-    COMPUTED.set(COMPUTED.get() + 1);
-    crate::work::count(|work| work.tokens_hashed += (body.len() / 8) as u64);
-    hex(&state.bytes())
 }
 
 /// SHA-256's padding after a message of `len` bytes whose last bytes `out` holds: a one

@@ -212,7 +212,7 @@ pub enum HashedAhead {
 /// are full; else one (each is hashed as soon as its rollout changes, beside those of the
 /// rollouts changed with it).
 pub fn hash_ahead_batch() -> usize {
-    if super::lanes::wide::min_lanes().is_some() {
+    if wide_from().is_some() {
         super::lanes::wide::WIDE_LANES
     } else {
         1
@@ -687,7 +687,6 @@ mod memo_tests {
         crate::work::take();
         assert_eq!(again[4].digest(call, cumulative), expected(4));
         assert_eq!(crate::work::take().tokens_hashed, 0, "finished ahead");
-        // A call placed after one carried starts its own digest from the beginning.
         // A child placed on the carried call's arrays (the copy extended, as an append
         // does): its own digest starts from the beginning, and the parent's, asked for
         // after, still goes on from where it stopped.

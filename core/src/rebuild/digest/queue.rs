@@ -162,9 +162,8 @@ pub(super) fn hash_messages(
         }
     }
     // Counted in tokens, the headers and padding (at most 96 bytes a message) left out.
-    let tokens: usize = messages
-        .iter()
-        .map(|runs| (runs.iter().map(|run| run.len()).sum::<usize>() / 8).saturating_sub(12))
+    let tokens: usize = (0..messages.len())
+        .map(|message| (length(message) / 8).saturating_sub(12))
         .sum();
     crate::work::count(|work| {
         work.tokens_hashed_together += ((together + wide_bytes) / 8).min(tokens) as u64;

@@ -180,16 +180,7 @@ impl Capture {
         // records' ids are the intents' in order, those intents are recorded, and when only a
         // few intents remain past them they are looked up among the records one by one (no
         // set of every id made).
-        let known = self
-            .intents_in_order
-            .min(self.intents.len())
-            .min(self.records.len());
-        let in_order = known
-            + self.intents[known..]
-                .iter()
-                .zip(&self.records[known..])
-                .take_while(|(intent, record)| **intent == record.model_call_id)
-                .count();
+        let in_order = intents_in_order_from(self.intents_in_order, &self.intents, &self.records);
         let rest = &self.intents[in_order..];
         if rest.len() <= 4 {
             let recorded = |id: &str| self.records.iter().any(|r| r.model_call_id == id);
@@ -215,6 +206,22 @@ impl Capture {
     pub fn incomplete(&self) -> bool {
         self.state.incomplete || !self.open_intents().is_empty()
     }
+}
+
+/// How many leading `intents` are the ids of the leading `records`, in order, the first
+/// `known` of them known to be (compared from there on).
+pub(super) fn intents_in_order_from(
+    known: usize,
+    intents: &[String],
+    records: &[Arc<TokenRecord>],
+) -> usize {
+    let known = known.min(intents.len()).min(records.len());
+    known
+        + intents[known..]
+            .iter()
+            .zip(&records[known..])
+            .take_while(|(intent, record)| **intent == record.model_call_id)
+            .count()
 }
 
 /// The bytes of a rollout's files (`None`: the file does not exist).

@@ -205,15 +205,8 @@ impl LineCache {
         let known = self
             .intents_in_order
             .min(self.carried)
-            .min(self.intents.carried())
-            .min(records.len())
-            .min(intents.len());
-        let in_order = known
-            + intents[known..]
-                .iter()
-                .zip(&records[known..])
-                .take_while(|(intent, record)| **intent == record.model_call_id)
-                .count();
+            .min(self.intents.carried());
+        let in_order = super::intents_in_order_from(known, intents, records);
         self.intents_in_order = if self.keep { in_order } else { 0 };
         in_order
     }
