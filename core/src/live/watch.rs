@@ -538,6 +538,9 @@ fn run(
             }
         }
         WatchMode::Events => {
+            // Kept between bursts: a burst's events are many, and a fresh vector for them
+            // each time was a large allocation per burst (the allocator tidying its bins).
+            let mut batch = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 give_back.tick();
                 // Deleting or renaming a watched directory ends its events: check it directly.
@@ -566,7 +569,6 @@ fn run(
                     Input::Fs(std::mem::take(&mut held))
                 };
                 give_back.worked();
-                let mut batch = Vec::new();
                 let mut requests = Vec::new();
                 let mut take = |input: Input| match input {
                     Input::Fs(burst) => batch.extend(burst),
@@ -589,7 +591,7 @@ fn run(
                 let mut rows_changed = false;
                 let mut dirty = BTreeSet::new();
                 let mut lost = BTreeSet::new();
-                for event in batch {
+                for event in batch.drain(..) {
                     match event {
                         Ok(event) if event.need_rescan() => rescan = true,
                         // (Accesses never come: `is_no_change` drops them where they arrive.)

@@ -86,7 +86,8 @@ impl Summary {
         let (prefix, last_write) = (tally.prefix, tally.last_write);
         let call_seconds = tally.seconds.counts.clone();
         let mut parent_decisions = BTreeMap::new();
-        let mut call_spans = Vec::new();
+        let nodes = analysis.build.as_ref().map_or(0, |build| build.nodes.len());
+        let mut call_spans = Vec::with_capacity(nodes);
         if let Some(build) = &analysis.build {
             for node in &build.nodes {
                 if let Some(parent) = node.parent {
