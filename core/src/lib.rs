@@ -17,6 +17,7 @@ pub mod detok;
 pub mod follow;
 pub mod gaps;
 pub mod graph;
+pub mod hash;
 pub mod health;
 pub mod live;
 pub mod load;

@@ -176,7 +176,7 @@ pub struct App {
     /// The longest rollout id (for the list's column).
     pub longest_id: usize,
     /// The index of each rollout in `rollouts`.
-    index_of: std::collections::HashMap<RolloutLocation, usize>,
+    index_of: tokscope_core::hash::HashMap<RolloutLocation, usize>,
     /// Full analyses of the rollouts being looked at.
     pub details: Details,
     /// The rollouts whose details were last asked of the watcher.

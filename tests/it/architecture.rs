@@ -27,6 +27,7 @@ const CORE: Crate = Crate {
         ("text", 0),
         ("pool", 0),   // the worker pool of every parallel pass
         ("work", 0),   // the work counters
+        ("hash", 0),   // the fast hasher of the hot maps
         ("memory", 0), // what the process does with the memory it frees
         ("store", 1),
         ("detok", 2), // decodes ids (store::TokenValue), reads its file through store::open

@@ -28,7 +28,7 @@ pub mod scan;
 pub mod tail;
 pub mod watch;
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -105,7 +105,7 @@ impl LiveStore {
     ) -> LiveStore {
         let mut store = LiveStore {
             dirs,
-            rollouts: HashMap::new(),
+            rollouts: HashMap::default(),
             hot: Default::default(),
             focus: Vec::new(),
             options,

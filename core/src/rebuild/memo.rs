@@ -2,7 +2,7 @@
 //! digests of cumulative sequences (by call id) and the answers of prefix checks (by the
 //! token arrays they compared).
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::digest::{

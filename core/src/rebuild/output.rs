@@ -1,7 +1,9 @@
 //! What a build produces: placed calls, the fate of every record, chains, notes, and the
 //! facts every pane asks of a build, answered once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use crate::hash::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 

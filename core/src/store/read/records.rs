@@ -3,8 +3,8 @@
 //! its earlier lines kept parsed ([`LineCache`]) and read again by offset only when a new
 //! line needs them.
 
+use crate::hash::{HashMap, HashSet};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
@@ -415,7 +415,7 @@ pub(super) fn parse_records(
 
     // The tail check.
     let mut cut = len;
-    let mut reported: HashSet<usize> = HashSet::new();
+    let mut reported: HashSet<usize> = HashSet::default();
     if indexed < len || legacy {
         let tail = split_lines(&newlines, indexed, len);
         for &(start, end) in &tail {
@@ -435,7 +435,7 @@ pub(super) fn parse_records(
             .flatten()
             .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
             .collect();
-        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut seen: HashMap<&str, usize> = HashMap::default();
         for (_, parsed) in &tail {
             if let Some(Ok(record)) = parsed {
                 *seen.entry(record.model_call_id.as_str()).or_default() += 1;
@@ -643,7 +643,7 @@ fn parse_new_lines(
         return;
     }
     let new_lines = &all_lines[first_new..];
-    let mut wanted = HashSet::new();
+    let mut wanted = HashSet::default();
     let mut parents: Vec<(Arc<TokenRecord>, Cow<'_, [u8]>, ArraySpans)> = Vec::new();
     // (A first read keeps no lines yet: nothing to look up.)
     let kept_any = !cache.by_id.is_empty();

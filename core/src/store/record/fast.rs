@@ -6,7 +6,7 @@
 //! unusual (escapes in keys, floats in token arrays, any syntax error) returns `None` and the
 //! line goes through the general parser, which also produces the error messages.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::sync::Arc;
 
 use super::super::seq::TokenSeq;
