@@ -14,7 +14,7 @@
 //! gives, field for field (the differential test in `tests/it/incremental.rs` holds it to
 //! that).
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::sync::Arc;
 
 use super::memo::{DigestMemo, cumulative_digest};
@@ -120,7 +120,7 @@ fn place_appended(
     }) {
         return None;
     }
-    let node_by_id = HashMap::from([(claimed, parent)]);
+    let node_by_id = HashMap::from_iter([(claimed, parent)]);
     let mut digests = ParentDigests {
         consistent: vec![None; out.nodes.len()],
         memo,

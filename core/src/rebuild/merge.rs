@@ -3,7 +3,9 @@
 //! The result keeps every intermediate decision (which record was a duplicate, which delta
 //! could not be rebuilt, why each call got the parent it got) because the panes show them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::hash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::digest::digest_prefix;
@@ -51,7 +53,8 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
     };
 
     // Step 1: dedupe by call id, the first record wins.
-    let mut first_by_id: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+    let mut first_by_id: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(records.len(), Default::default());
     let mut kept: Vec<usize> = Vec::with_capacity(records.len());
     for (index, record) in records.iter().enumerate() {
         match first_by_id.get(record.model_call_id.as_str()) {
@@ -150,7 +153,8 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
         ));
     }
     let mut prefix_index = needs_index.then(PrefixIndex::default);
-    let mut node_by_id: HashMap<&str, usize> = HashMap::with_capacity(survivors.len());
+    let mut node_by_id: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(survivors.len(), Default::default());
     let mut digests = ParentDigests {
         consistent: Vec::with_capacity(survivors.len()),
         memo,
@@ -403,7 +407,7 @@ fn parents_to_digest<'a>(
     surviving_ids: &HashMap<&str, ()>,
     materialized: &'a [Option<Materialized>],
 ) -> Vec<(&'a TokenRecord, &'a TokenSeq)> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::default();
     survivors
         .iter()
         .filter_map(|&child| {
@@ -504,7 +508,7 @@ pub(super) fn resolve_parent(
 #[derive(Default)]
 pub(super) struct PrefixIndex {
     by_key: HashMap<(usize, u64), Vec<usize>>,
-    lengths: std::collections::HashSet<usize>,
+    lengths: HashSet<usize>,
 }
 
 const HASH_BASE: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -555,7 +559,7 @@ impl PrefixIndex {
 /// Step 6: among siblings with identical prompts keep the extended one(s).
 fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
     // Parent groups in order of their first placed member (all roots form one group).
-    let mut group_of_parent: HashMap<Option<usize>, usize> = HashMap::new();
+    let mut group_of_parent: HashMap<Option<usize>, usize> = HashMap::default();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (index, node) in out.nodes.iter().enumerate() {
         let group = *group_of_parent.entry(node.parent).or_insert_with(|| {
@@ -618,13 +622,13 @@ fn resolve_retries(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
 /// Split a sibling group into runs of identical prompts, each in order of first member.
 fn identical_prompt_groups(nodes: &[CallNode], group: &[usize]) -> Vec<Vec<usize>> {
     // Only prompts of equal length can be equal; hash only when lengths collide.
-    let mut by_len: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut by_len: HashMap<usize, Vec<usize>> = HashMap::default();
     for &n in group {
         by_len.entry(nodes[n].prompt.len()).or_default().push(n);
     }
     let mut result: Vec<Vec<usize>> = Vec::new();
-    let mut slot_of: HashMap<usize, usize> = HashMap::new();
-    let mut by_hash: HashMap<(usize, u64), Vec<usize>> = HashMap::new(); // -> result slots
+    let mut slot_of: HashMap<usize, usize> = HashMap::default();
+    let mut by_hash: HashMap<(usize, u64), Vec<usize>> = HashMap::default(); // -> result slots
     for &n in group {
         let len = nodes[n].prompt.len();
         if by_len[&len].len() == 1 {

@@ -12,7 +12,7 @@ pub use summary::Summary;
 pub use reason::MaskReason;
 pub use standing::{LiveStatus, Standing, Tally};
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use serde::Serialize;
 
@@ -362,7 +362,7 @@ fn unresolved_with_notes(
     records: &[std::sync::Arc<crate::store::TokenRecord>],
     build: &BuildOutput,
 ) -> Vec<(String, LinkNote)> {
-    let mut note_of: HashMap<&str, LinkNote> = HashMap::new();
+    let mut note_of: HashMap<&str, LinkNote> = HashMap::default();
     for node in &build.nodes {
         if let Some(note) = node.note {
             note_of.insert(&records[node.record].model_call_id, note);
