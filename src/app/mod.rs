@@ -15,6 +15,7 @@ pub mod export;
 
 pub mod list;
 pub mod live;
+mod message;
 mod navigate;
 pub mod notice;
 pub mod output;
@@ -43,6 +44,7 @@ pub use export::{ExportError, ExportKind};
 pub use list::{RolloutList, SortKey};
 pub(crate) use live::HIGHLIGHT;
 pub use live::Live;
+pub use message::{Message, Mode};
 pub use notice::{Notice, WhatIfChange};
 pub use pane::{Pane, Tab};
 pub use remember::Remembered;
@@ -54,7 +56,6 @@ pub use viewport::Viewport;
 
 pub use details::Details;
 use tokscope_core::health::Health;
-use tokscope_core::live::StoreEvent;
 use tokscope_core::store::RolloutLocation;
 use tokscope_core::verdict::{Analysis, Summary, VerdictOptions};
 
@@ -63,75 +64,6 @@ fn wall_clock() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// Text being typed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Keys are commands.
-    Normal,
-    /// Typing the list filter.
-    Filter,
-    /// Typing a `:` command line.
-    Command(String),
-    /// Typing a search of the focused pane.
-    Search(String),
-    /// Typing an export file name.
-    Export {
-        /// Report or rebuilt response.
-        what: ExportKind,
-        /// The path typed so far.
-        path: String,
-    },
-    /// The export file exists: overwrite it (`y`) or not.
-    ConfirmOverwrite {
-        /// Report or rebuilt response.
-        what: ExportKind,
-        /// The file.
-        path: PathBuf,
-    },
-}
-
-/// Something that happened.
-#[derive(Debug)]
-pub enum Message {
-    /// A command.
-    Action(Action),
-    /// A key typed into the open prompt.
-    Text(TextKey),
-    /// A click on item `row` of a pane's visible items (`None`: on the pane, not an item).
-    Click {
-        /// The pane.
-        pane: Pane,
-        /// The visible row clicked, counted from the pane's first item row.
-        row: Option<usize>,
-    },
-    /// The mouse wheel over a pane.
-    Scroll {
-        /// The pane.
-        pane: Pane,
-        /// Rows (positive: down).
-        delta: isize,
-    },
-    /// The terminal was resized.
-    Resize(Viewport),
-    /// The drawing side measured the inspector's text (lines).
-    InspectorMeasured(usize),
-    /// The drawing side found the inspector search's matches (first wrapped line of each).
-    InspectorMatches(Vec<usize>),
-    /// The drawing side measured the help: its lines and the rows it shows.
-    HelpMeasured {
-        /// Lines of the help.
-        lines: usize,
-        /// Rows shown at a time.
-        rows: usize,
-    },
-    /// Changes from the store watcher.
-    Store(Vec<StoreEvent>),
-    /// The replay worker judged rollouts again (what [`App::take_judge_request`] asked).
-    Judged(Vec<tokscope_core::live::replay::Judged>),
-    /// The clock moved.
-    Tick(Instant),
 }
 
 /// How the explorer is set up: what the command line and the configuration resolved, given

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::*;
+use tokscope_core::live::StoreEvent;
 
 fn viewport() -> Viewport {
     Viewport {
