@@ -23,6 +23,7 @@ pub mod pane;
 mod prompt;
 pub mod remember;
 pub mod replay;
+mod revision;
 pub mod rollout;
 pub mod scroll;
 pub mod search;
@@ -187,6 +188,8 @@ pub struct App {
     pub wall: Option<f64>,
     /// The clock times are shown in (`Z` toggles UTC and local time).
     pub zone: tokscope_core::text::Zone,
+    /// The changes that may have reached the open rollout's panes ([`App::detail_revision`]).
+    revision: revision::Revision,
 }
 
 impl App {
@@ -250,6 +253,7 @@ impl App {
             now: Instant::now(),
             wall: None,
             zone: tokscope_core::text::Zone::Utc,
+            revision: revision::Revision::new(),
         };
         app.refresh_list();
         app
@@ -331,6 +335,13 @@ impl App {
 
     /// Handle one message; whether anything on screen may have changed.
     pub fn update(&mut self, message: Message) -> bool {
+        let reach = self.reach(&message);
+        let changed = self.handle(message);
+        self.count_reach(reach, changed);
+        changed
+    }
+
+    fn handle(&mut self, message: Message) -> bool {
         match message {
             Message::Action(action) => self.act(action),
             Message::Text(key) => self.on_text(key),
@@ -672,6 +683,13 @@ impl App {
     /// After rollouts changed: health, list, and the open view (kept where it was).
     fn after_change(&mut self, kept: Option<rollout::Kept>) {
         self.health.settle();
+        // The causes view's rows change with the rollouts (a group can go).
+        if self.causes.is_some() {
+            let len = self.cause_rows().len();
+            if let Some(view) = &mut self.causes {
+                view.rows.set_len(len);
+            }
+        }
         self.apply_restore();
         match (kept, &mut self.view) {
             (Some(kept), Some(view)) if self.list.selected_rollout() == Some(view.index) => {

@@ -64,7 +64,11 @@ pub(crate) fn draw(frame: &mut Frame, app: &App, theme: Theme) {
                 style
             }
         };
-        let text = match &rows[index] {
+        // (The rows the app knows of; a view one change behind draws what is there.)
+        let Some(row) = rows.get(index) else {
+            break;
+        };
+        let text = match row {
             CauseRow::Group(key) => {
                 let Some(group) = causes.group(key) else {
                     continue;

@@ -19,6 +19,10 @@ use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Rect;
 use ratatui::widgets::Paragraph;
 
+use super::Theme;
+use crate::app::{App, Pane, Tab, TokenText};
+use tokscope_core::text::Zone;
+
 /// The panes whose rendering is kept, one kept rendering each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Slot {
@@ -40,11 +44,56 @@ impl Slot {
     }
 }
 
-/// A pane's last rendering: the widget, where, and the cells it made there (row by row).
+/// A pane's last rendering: the widget, where, and the cells it made there (row by row);
+/// for an open rollout's pane, the state it was drawn for and what it measured then.
 struct Kept {
     area: Rect,
     paragraph: Paragraph<'static>,
     cells: Vec<Cell>,
+    drawn_for: Option<(PaneKey, Option<Measure>)>,
+}
+
+/// What the inspector measured of its text: its wrapped length, and where the search's
+/// matches are.
+pub(crate) type Measure = (usize, Option<Vec<usize>>);
+
+/// The state an open rollout's pane is drawn from: the app's revision of those panes (see
+/// [`App::detail_revision`]), and what else they read that is set directly rather than by a
+/// message.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PaneKey {
+    revision: (u64, u64),
+    theme: Theme,
+    focus: Pane,
+    detail: Tab,
+    token_text: TokenText,
+    low_logprob: u64,
+    zone: Zone,
+    detok: Option<usize>,
+    search: Option<(Pane, String, Option<usize>)>,
+}
+
+impl PaneKey {
+    /// The key of `app`'s open rollout's panes, drawn with `theme`.
+    pub(crate) fn of(app: &App, theme: Theme) -> PaneKey {
+        PaneKey {
+            revision: app.detail_revision(),
+            theme,
+            focus: app.focus,
+            detail: app.detail,
+            token_text: app.token_text,
+            low_logprob: app.low_logprob.to_bits(),
+            zone: app.zone,
+            detok: app
+                .detok
+                .as_ref()
+                .map(|detok| std::sync::Arc::as_ptr(detok) as usize),
+            search: app
+                .search
+                .as_ref()
+                .map(|s| (s.pane, s.query.clone(), s.inspector_at)),
+        }
+    }
 }
 
 /// The inspector's text measured last: its wrapped length at a width.
@@ -57,9 +106,13 @@ struct Measured {
 #[derive(Default)]
 struct Memo {
     kept: [Option<Kept>; Slot::COUNT],
+    /// Slots rendered since their last [`drawn_for`].
+    rendered: [bool; Slot::COUNT],
     measured: Option<Measured>,
     /// Renderings copied instead of made (tests of the memo's use).
     copied: usize,
+    /// Panes copied without being built (tests).
+    reused: usize,
 }
 
 thread_local! {
@@ -77,12 +130,15 @@ pub(crate) fn render(frame: &mut Frame, slot: Slot, paragraph: Paragraph<'static
             // Nothing of it on the screen (ratatui's own render draws nothing there either).
             return;
         }
+        memo.rendered[slot.index()] = true;
         let entry = &mut memo.kept[slot.index()];
         if let Some(kept) = entry
-            .as_ref()
+            .as_mut()
             .filter(|kept| kept.area == area && kept.paragraph == paragraph)
         {
             copy_in(buffer, area, &kept.cells);
+            // (Drawn for a state again only if the pane says so: see `drawn_for`.)
+            kept.drawn_for = None;
             memo.copied += 1;
             return;
         }
@@ -91,7 +147,43 @@ pub(crate) fn render(frame: &mut Frame, slot: Slot, paragraph: Paragraph<'static
             area,
             cells: copy_out(buffer, area),
             paragraph,
+            drawn_for: None,
         });
+    });
+}
+
+/// Copy into `area` what `slot` rendered there for `key` (see [`drawn_for`]), if it did: then
+/// the pane need not be built. What it measured then, if so.
+pub(crate) fn reuse(
+    frame: &mut Frame,
+    slot: Slot,
+    key: &PaneKey,
+    area: Rect,
+) -> Option<Option<Measure>> {
+    MEMO.with_borrow_mut(|memo| {
+        let buffer = frame.buffer_mut();
+        let area = area.intersection(buffer.area);
+        let kept = memo.kept[slot.index()].as_ref()?;
+        let (drawn_for, measure) = kept.drawn_for.as_ref()?;
+        if drawn_for != key || kept.area != area {
+            return None;
+        }
+        copy_in(buffer, area, &kept.cells);
+        memo.reused += 1;
+        Some(measure.clone())
+    })
+}
+
+/// What `slot` has just rendered (with [`render`]) was drawn for `key`, and measured
+/// `measure`. (Only a rendering made or copied since the last call counts: a pane with
+/// nothing on the screen kept nothing for `key`.)
+pub(crate) fn drawn_for(slot: Slot, key: PaneKey, measure: Option<Measure>) {
+    MEMO.with_borrow_mut(|memo| {
+        if std::mem::take(&mut memo.rendered[slot.index()])
+            && let Some(kept) = &mut memo.kept[slot.index()]
+        {
+            kept.drawn_for = Some((key, measure));
+        }
     });
 }
 
@@ -119,6 +211,21 @@ pub(crate) fn line_count(paragraph: &Paragraph<'static>, width: u16) -> usize {
 #[cfg(test)]
 pub(crate) fn take_copied() -> usize {
     MEMO.with_borrow_mut(|memo| std::mem::take(&mut memo.copied))
+}
+
+/// Panes this thread copied without building them since the last call (tests).
+#[cfg(test)]
+pub(crate) fn take_reused() -> usize {
+    MEMO.with_borrow_mut(|memo| std::mem::take(&mut memo.reused))
+}
+
+/// Run `draw` with nothing kept, and put back what was kept (tests).
+#[cfg(test)]
+pub(crate) fn without_kept<R>(draw: impl FnOnce() -> R) -> R {
+    let kept = MEMO.with_borrow_mut(std::mem::take);
+    let result = draw();
+    MEMO.with_borrow_mut(|memo| *memo = kept);
+    result
 }
 
 /// Forget every kept rendering of this thread (tests compare with a fresh drawing).

@@ -28,6 +28,7 @@ use ratatui::widgets::{Block, Borders};
 use strum::IntoEnumIterator;
 
 use crate::app::{App, Tab};
+use memo::Slot;
 pub use theme::Theme;
 use tokscope_core::text::sanitize;
 
@@ -78,14 +79,18 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
     if shown(areas.list) {
         list::draw(frame, app, theme, areas.list);
     }
-    if shown(areas.tree) {
+    // The open rollout's panes, built again only when what they show may have changed.
+    let key = memo::PaneKey::of(app, theme);
+    if shown(areas.tree) && memo::reuse(frame, Slot::Tree, &key, areas.tree).is_none() {
         tree::draw(frame, app, theme, areas.tree);
+        memo::drawn_for(Slot::Tree, key.clone(), None);
     }
-    if shown(areas.tokens) {
+    if shown(areas.tokens) && memo::reuse(frame, Slot::Tokens, &key, areas.tokens).is_none() {
         tokens::draw(frame, app, theme, areas.tokens);
+        memo::drawn_for(Slot::Tokens, key.clone(), None);
     }
     if shown(areas.detail) {
-        draw_tab(frame, app, theme, areas.detail, &mut drawn);
+        draw_tab(frame, app, theme, areas.detail, &key, &mut drawn);
     }
     bars::draw_status(frame, app, theme, areas.status);
     if app.timeline.is_some() {
@@ -104,10 +109,24 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
 }
 
 /// Draw the tab shown in the bottom-right place (what drawing measured goes into `drawn`).
-fn draw_tab(frame: &mut Frame, app: &App, theme: Theme, area: Rect, drawn: &mut Drawn) {
+fn draw_tab(
+    frame: &mut Frame,
+    app: &App,
+    theme: Theme,
+    area: Rect,
+    key: &memo::PaneKey,
+    drawn: &mut Drawn,
+) {
     match app.detail {
         Tab::Inspector => {
-            let (lines, matches) = inspector::draw(frame, app, theme, area);
+            let (lines, matches) = match memo::reuse(frame, Slot::Detail, key, area) {
+                Some(Some(measure)) => measure,
+                _ => {
+                    let measure = inspector::draw(frame, app, theme, area);
+                    memo::drawn_for(Slot::Detail, key.clone(), Some(measure.clone()));
+                    measure
+                }
+            };
             drawn.inspector_lines = Some(lines);
             drawn.inspector_matches = matches;
         }
@@ -275,3 +294,6 @@ mod tests {
         assert_eq!(super::preview(&serde_json::json!([1, 2]), 50), "[1,2]");
     }
 }
+
+#[cfg(test)]
+mod kept_tests;
