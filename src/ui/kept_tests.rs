@@ -133,7 +133,10 @@ fn kept_panes_draw_what_building_them_draws() {
     }
     // Many frames copy the tree, the tokens or the inspector as kept (without the keeping,
     // none would), or this proves nothing.
-    assert!(reused * 2 > frames, "{reused} panes copied in {frames} frames");
+    assert!(
+        reused * 2 > frames,
+        "{reused} panes copied in {frames} frames"
+    );
 }
 
 /// The app over the demo store, its first rollout open, and a frame of it.
