@@ -1,5 +1,5 @@
 //! Maps and sets keyed by what a store holds (call ids, rollout locations, line ranges) on
-//! the hot paths of reading and following it, hashed with foldhash (seeded per process)
+//! the hot paths of reading and following it, hashed with foldhash (randomly seeded)
 //! instead of SipHash: hashing those short keys was 2% of a live append and more of the first
 //! scan, and foldhash takes half of that or less.
 

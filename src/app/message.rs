@@ -69,7 +69,7 @@ pub enum Message {
     },
     /// Changes from the store watcher.
     Store(Vec<StoreEvent>),
-    /// The replay worker judged rollouts again (what [`App::take_judge_request`] asked).
+    /// The replay worker judged rollouts again (what [`App::take_judge_request`](super::App::take_judge_request) asked).
     Judged(Vec<tokscope_core::live::replay::Judged>),
     /// The clock moved.
     Tick(Instant),

@@ -1,16 +1,20 @@
 //! Panes drawn again unchanged are copied, not rendered.
 //!
-//! Drawing stays a pure function of the state: every pane still builds its whole widget each
-//! frame. What is kept is the widget's rendering. Laying out a paragraph walks every grapheme
-//! of every line (its width, its wrap), which was most of a frame; comparing a widget with the
-//! one drawn last time is a walk over its strings. While a run is written the screen changes
-//! ten times a second, mostly in the list and the header, and the open rollout's panes are
-//! the same widget as the frame before: they are copied from what they rendered then.
+//! Drawing stays a function of the state. What is kept is a pane's rendering, in two ways:
 //!
-//! The key is the widget itself and its area, nothing the pane read to build it, so no input
-//! can be forgotten. A pane renders into a fresh frame's area (the terminal resets its buffer
-//! after each frame; panes do not overlap, overlays draw after them), so the same widget in
-//! the same area renders the same cells.
+//! - **By widget** ([`render`]): laying out a paragraph walks every grapheme of every line
+//!   (its width, its wrap), which was most of a frame; comparing a widget with the one drawn
+//!   last time is a walk over its strings. The key is the widget itself and its area, nothing
+//!   the pane read to build it, so no input can be forgotten.
+//! - **By state** ([`reuse`], [`drawn_for`]): the open rollout's tree, tokens and inspector are
+//!   not even built while their [`PaneKey`] holds — the app's count of the changes that may
+//!   reach them ([`App::detail_revision`]) and what else they read that is set directly.
+//!   While a run is written, frames come for the list and the header ten times a second and
+//!   those panes are the same. `kept_tests` draws random sequences both ways.
+//!
+//! A pane renders into a fresh frame's area (the terminal resets its buffer after each frame;
+//! panes do not overlap, overlays draw after them), so the same widget in the same area
+//! renders the same cells.
 
 use std::cell::RefCell;
 

@@ -520,19 +520,21 @@ fn source_files_stay_short() {
     assert!(long.is_empty(), "split these files: {long:?}");
 }
 
-/// Whether `path` is a `tests.rs` its parent module declares for tests only.
+/// Whether `path` is a module its parent declares for tests only (`#[cfg(test)]` then
+/// `mod <name>;`).
 fn is_test_module(path: &Path) -> bool {
-    let Some(dir) = path.parent().filter(|_| path.ends_with("tests.rs")) else {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_stem().and_then(|s| s.to_str())) else {
         return false;
     };
+    let declared = format!("#[cfg(test)]\nmod {name};");
     let parents = [
         dir.with_extension("rs"),
         dir.join("mod.rs"),
         dir.join("lib.rs"),
     ];
-    parents.iter().any(|parent| {
-        std::fs::read_to_string(parent).is_ok_and(|text| text.contains("#[cfg(test)]\nmod tests;"))
-    })
+    parents
+        .iter()
+        .any(|parent| std::fs::read_to_string(parent).is_ok_and(|text| text.contains(&declared)))
 }
 
 #[test]

@@ -569,6 +569,8 @@ fn run(
                     Input::Fs(std::mem::take(&mut held))
                 };
                 give_back.worked();
+                // (Not holding a rescan's peak of events for the watcher's whole life.)
+                batch.shrink_to(1024);
                 let mut requests = Vec::new();
                 let mut take = |input: Input| match input {
                     Input::Fs(burst) => batch.extend(burst),
