@@ -128,14 +128,18 @@ impl App {
         since_write.into_iter().chain(seen).reduce(f64::max)
     }
 
+    /// Whether the open rollout's new calls still stand out (their highlight not faded yet).
+    pub(super) fn new_calls_highlighted(&self) -> bool {
+        self.view
+            .as_ref()
+            .and_then(|v| v.new_records)
+            .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT)
+    }
+
     /// Whether the screen changes with the clock alone (ages of calls in flight, a fading
     /// highlight, a replay playing): only then is an idle explorer redrawn.
     pub fn animating(&self) -> bool {
-        let highlight = self
-            .view
-            .as_ref()
-            .and_then(|v| v.new_records)
-            .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT);
+        let highlight = self.new_calls_highlighted();
         // Ages of calls in flight show for the open rollout and the waiting rows on screen.
         let ages = self
             .view

@@ -17,7 +17,7 @@ use tokscope_core::live::StoreEvent;
 use tokscope_core::store::RolloutLocation;
 use tokscope_core::verdict::Analysis;
 
-use super::{App, HIGHLIGHT, Message};
+use super::{App, Message};
 
 /// Apps made so far: a revision is of one app (tests draw many apps on one thread).
 static APPS: AtomicU64 = AtomicU64::new(0);
@@ -131,9 +131,7 @@ impl App {
                 )
             }),
             new_records: view.and_then(|view| view.new_records),
-            highlighted: view
-                .and_then(|view| view.new_records)
-                .is_some_and(|(_, at)| self.now.duration_since(at) < HIGHLIGHT),
+            highlighted: self.new_calls_highlighted(),
             loading: self.loading(),
         }
     }
