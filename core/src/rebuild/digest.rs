@@ -36,6 +36,8 @@ pub(crate) fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
 #[cfg(test)]
 thread_local! {
     static COMPUTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Steps of the sixteen lanes taken with a lane empty.
+    static SHORT_STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Digests this thread computed since the last call (tests of the work done).
@@ -173,6 +175,10 @@ fn compress_step(
             &pending[active.get(at).copied().unwrap_or(active[0])][..step]
         });
         wide::compress(&mut hashing, blocks);
+        #[cfg(test)]
+        if active.len() < WIDE_LANES {
+            SHORT_STEPS.set(SHORT_STEPS.get() + 1);
+        }
         for (&lane, state) in active.iter().zip(hashing) {
             states[lane] = state;
         }
@@ -502,6 +508,7 @@ mod tests {
             (16, Some(16)),
             (15, Some(16)),
             (33, Some(10)),
+            (12, Some(10)),
             (40, None),
         ] {
             let messages: Vec<Vec<Cow<'_, [u8]>>> = encoded[..count]
@@ -510,8 +517,15 @@ mod tests {
                 .collect();
             let fresh = vec![None; count];
             crate::work::take();
+            SHORT_STEPS.set(0);
             let digests = hash_messages(&messages, &fresh, wide_from, false);
             let work = crate::work::take();
+            // Finishing, the lanes run down to `wide_from` (here with lanes left empty).
+            assert_eq!(
+                SHORT_STEPS.replace(0) > 0,
+                wide_from.is_some_and(|from| count >= from && from < WIDE_LANES),
+                "{count} messages, wide from {wide_from:?}"
+            );
             for (tokens, got) in sequences.iter().zip(&digests) {
                 let Ok(got) = got else {
                     panic!("finished unless asked to carry")
@@ -526,6 +540,11 @@ mod tests {
             // Asked to carry what is left once sixteen lanes ran: each one left goes on
             // from where it stopped, alone or beside the others, to the same digest.
             let carried = hash_messages(&messages, &fresh, wide_from, true);
+            // Carrying, never a step with a lane empty that a message left could fill.
+            let short = SHORT_STEPS.replace(0);
+            if count >= WIDE_LANES {
+                assert_eq!(short, 0, "{count} carried, wide from {wide_from:?}");
+            }
             let starts: Vec<Option<Resume>> = carried.iter().map(|c| c.err()).collect();
             let resumed = hash_messages(&messages, &starts, wide_from, false);
             let mut stopped = 0;

@@ -656,36 +656,46 @@ mod memo_tests {
             .collect();
         let expected = |at: usize| digests[at].clone();
         crate::work::take();
-        // Two lanes at a time from two messages on: the longest is left alone at the end,
-        // part-hashed, and carried.
+        // Sixteen lanes from two messages on, five of them: the lanes run only while all
+        // five are full, so the shortest is finished and the other four carried,
+        // part-hashed.
         let HashedAhead::Carried(carried) = hash_ahead_from(&all, 1, Some(2)) else {
-            panic!("the last one is carried")
+            panic!("the longest are carried")
         };
-        assert_eq!(carried, vec![4]);
-        let finished: usize = (0..4).map(|at| calls[at].1.len()).sum();
-        assert_eq!(crate::work::take().tokens_hashed, finished as u64);
-        // The link check asking for it hashes the rest (counted whole: one digest made).
+        assert_eq!(carried, vec![1, 2, 3, 4]);
+        assert_eq!(crate::work::take().tokens_hashed, calls[0].1.len() as u64);
+        // The link check asking for one hashes the rest (counted whole: one digest made).
         let (call, cumulative) = &calls[4];
         assert_eq!(memos[4].digest(call, cumulative), expected(4));
         assert_eq!(crate::work::take().tokens_hashed, cumulative.len() as u64);
-        for at in 0..4 {
+        assert_eq!(memos[0].digest(&calls[0].0, &calls[0].1), expected(0));
+        assert_eq!(crate::work::take().tokens_hashed, 0, "hashed ahead");
+        for at in 1..4 {
             assert_eq!(memos[at].digest(&calls[at].0, &calls[at].1), expected(at));
         }
-        assert_eq!(crate::work::take().tokens_hashed, 0, "hashed ahead");
-        // Memos following the calls, hashed ahead: the longest carried, as above.
+        // Memos following the calls, hashed ahead: the four longest carried, as above.
         let carried = || -> Vec<DigestMemo> {
             let memos = following();
             let all: Vec<&DigestMemo> = memos.iter().collect();
             let hashed = hash_ahead_from(&all, 1, Some(2));
-            assert_eq!(hashed, HashedAhead::Carried(vec![4]));
+            assert_eq!(hashed, HashedAhead::Carried(vec![1, 2, 3, 4]));
             memos
         };
-        // Carried again, then taken on by the next round, alone: the same digest.
+        // Carried again, then taken on by the next rounds (each finishes the shortest of
+        // those left, the lanes then no longer full): the same digests.
         let again = carried();
         let all: Vec<&DigestMemo> = again.iter().collect();
+        for left in (1..4).rev() {
+            let HashedAhead::Carried(carried) = hash_ahead_from(&all, 1, Some(2)) else {
+                panic!("{left} carried")
+            };
+            assert_eq!(carried, (5 - left..5).collect::<Vec<_>>());
+        }
         assert_eq!(hash_ahead_from(&all, 1, Some(2)), HashedAhead::Hashed);
         crate::work::take();
-        assert_eq!(again[4].digest(call, cumulative), expected(4));
+        for at in 0..5 {
+            assert_eq!(again[at].digest(&calls[at].0, &calls[at].1), expected(at));
+        }
         assert_eq!(crate::work::take().tokens_hashed, 0, "finished ahead");
         // A child placed on the carried call's arrays (the copy extended, as an append
         // does): its own digest starts from the beginning, and the parent's, asked for

@@ -100,6 +100,13 @@ mod avx512 {
     use super::super::{K, State};
     use super::WIDE_LANES;
 
+    /// Blocks ahead of the one being hashed that each lane's bytes are asked for: sixteen
+    /// streams at once, last touched at their rollouts' appends, are more than the
+    /// hardware's prefetching follows. Measured in the live benchmark (three alternating
+    /// pairs): a digest 57–64 µs an append against 63–72 µs without; 4 or 16 ahead no
+    /// different from 8.
+    const PREFETCH_AHEAD: usize = 8;
+
     /// Rows to columns: word `j` of register `i` becomes word `i` of register `j`.
     #[target_feature(enable = "avx512f")]
     fn transpose(rows: [__m512i; 16]) -> [__m512i; 16] {
@@ -238,6 +245,13 @@ mod avx512 {
         let swap =
             _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
         for block in 0..blocks[0].len() / 64 {
+            for lane in blocks {
+                _mm_prefetch::<_MM_HINT_T0>(
+                    lane.as_ptr()
+                        .wrapping_add(64 * (block + PREFETCH_AHEAD))
+                        .cast(),
+                );
+            }
             let rows: [__m512i; 16] = std::array::from_fn(|lane| {
                 // SAFETY: block `block` of each lane's blocks is whole (the caller's promise).
                 let bytes =
