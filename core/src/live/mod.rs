@@ -299,7 +299,7 @@ impl LiveStore {
     /// Where sixteen lanes hash faster than the SHA extensions, the digests wait for enough
     /// of them to fill the lanes ([`hash_ahead_batch`](crate::rebuild::memo::hash_ahead_batch)),
     /// or one from each rollout being written when there are fewer, and for one more burst at
-    /// most; those left when too few remain to fill the lanes stop where they are and go on
+    /// most; those left once fewer remain than filled the lanes stop where they are and go on
     /// with the next batch (so one may span several bursts). A rollout appended to again
     /// while its digest waits, or is part-hashed, has its link check hash it, or the rest of
     /// it (alone, on the way to the screen, as before digests were hashed ahead); the others
@@ -609,7 +609,7 @@ mod tests {
     fn a_digest_left_part_hashed_is_finished_by_the_link_check_that_needs_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut rollouts = Conversations::new(dir.path(), 9, &[2, 3, 4, 5, 6]);
-        // Newest calls 2 to 6, placed by an append: messages of 2, 2, 3, 3 and 4 blocks.
+        // Newest calls 2 to 6, placed by an append: messages of 2, 3, 3, 3 and 4 blocks.
         for at in 0..5 {
             rollouts.append(at, at + 3);
         }

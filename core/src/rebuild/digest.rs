@@ -36,7 +36,7 @@ pub(crate) fn digest_prefix(seq: &TokenSeq, n: usize) -> String {
 #[cfg(test)]
 thread_local! {
     static COMPUTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Steps of the sixteen lanes taken with a lane empty.
+    /// Steps of the sixteen lanes taken with fewer lanes full than their call began with.
     static SHORT_STEPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
@@ -109,9 +109,9 @@ pub(crate) fn digest_encoded(encoded: &[u8]) -> String {
 /// Digests of sequences kept encoded ([`encode_onto`]'s bytes, a whole number of tokens
 /// each), hashed together ([`queue::hash_messages`]: sixteen lanes at a time where they pay),
 /// each from where `starts` says its hashing stopped before (`None`: its start): what
-/// [`digest_encoded`] of each gives, in order. With `carry_tail`, those left when fewer than
-/// fill the lanes are not finished four at a time: where each stopped comes back instead
-/// ([`Resume`]), to go on beside the next ones.
+/// [`digest_encoded`] of each gives, in order. With `carry_tail`, those left once fewer lanes
+/// would be full than the call began with are not finished: where each stopped comes back
+/// instead ([`Resume`]), to go on beside the next ones.
 pub(crate) fn digest_many_encoded_from(
     bodies: &[&[u8]],
     starts: &[Option<Resume>],
@@ -175,10 +175,6 @@ fn compress_step(
             &pending[active.get(at).copied().unwrap_or(active[0])][..step]
         });
         wide::compress(&mut hashing, blocks);
-        #[cfg(test)]
-        if active.len() < WIDE_LANES {
-            SHORT_STEPS.set(SHORT_STEPS.get() + 1);
-        }
         for (&lane, state) in active.iter().zip(hashing) {
             states[lane] = state;
         }
@@ -520,7 +516,7 @@ mod tests {
             SHORT_STEPS.set(0);
             let digests = hash_messages(&messages, &fresh, wide_from, false);
             let work = crate::work::take();
-            // Finishing, the lanes run down to `wide_from` (here with lanes left empty).
+            // Finishing, the lanes run down to `wide_from` (emptier than they began).
             assert_eq!(
                 SHORT_STEPS.replace(0) > 0,
                 wide_from.is_some_and(|from| count >= from && from < WIDE_LANES),
@@ -540,11 +536,12 @@ mod tests {
             // Asked to carry what is left once sixteen lanes ran: each one left goes on
             // from where it stopped, alone or beside the others, to the same digest.
             let carried = hash_messages(&messages, &fresh, wide_from, true);
-            // Carrying, never a step with a lane empty that a message left could fill.
-            let short = SHORT_STEPS.replace(0);
-            if count >= WIDE_LANES {
-                assert_eq!(short, 0, "{count} carried, wide from {wide_from:?}");
-            }
+            // Carrying, never a step with fewer lanes full than the call began with.
+            assert_eq!(
+                SHORT_STEPS.replace(0),
+                0,
+                "{count} carried, wide from {wide_from:?}"
+            );
             let starts: Vec<Option<Resume>> = carried.iter().map(|c| c.err()).collect();
             let resumed = hash_messages(&messages, &starts, wide_from, false);
             let mut stopped = 0;

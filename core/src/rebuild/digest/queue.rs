@@ -119,10 +119,14 @@ pub(super) fn hash_messages(
     if let Some(wide_from) = wide_from.filter(|&from| jobs.len() >= from) {
         // Longest first: the messages left to the narrow lanes at the end are short ones.
         jobs.sort_by_key(|job| std::cmp::Reverse(job.left()));
-        // Carrying, no step is taken with a lane empty: what is left waits for the next
-        // call's messages to fill the lanes. Measured in the live benchmark (35 rollouts
-        // written): run down to `wide_from` (8 here), the lanes were 72% full on average
-        // and a digest took 82–88 µs an append; run full, 62–65 µs.
+        // Carrying, no step is taken with fewer lanes full than the call began with (all
+        // sixteen, given that many): what is left waits for the next call's messages to
+        // fill them. Measured in the live benchmark (35 rollouts written): run down to
+        // `wide_from` (8 here), the lanes were 72% full on average and a digest took
+        // 82–88 µs an append; run full, 62–65 µs.
+        debug_assert!(wide_from <= WIDE_LANES, "no more lanes than there are");
+        #[cfg(test)]
+        let began_with = jobs.len().min(WIDE_LANES);
         let run_from = if carry_tail {
             wide_from.max(jobs.len().min(WIDE_LANES))
         } else {
@@ -134,6 +138,10 @@ pub(super) fn hash_messages(
             lanes.extend(queue.by_ref().take(WIDE_LANES - lanes.len()));
             if lanes.len() < run_from {
                 break;
+            }
+            #[cfg(test)]
+            if lanes.len() < began_with {
+                super::SHORT_STEPS.set(super::SHORT_STEPS.get() + 1);
             }
             let Some((step, hashed, wide)) = step_jobs(&mut lanes, Some(wide_from)) else {
                 break;

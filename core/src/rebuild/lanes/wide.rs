@@ -245,6 +245,8 @@ mod avx512 {
         let swap =
             _mm512_broadcast_i32x4(_mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203));
         for block in 0..blocks[0].len() / 64 {
+            // (Past a lane's last block the address is outside its bytes: `wrapping_add`
+            // makes no claim on it, and a prefetch is a hint that never faults.)
             for lane in blocks {
                 _mm_prefetch::<_MM_HINT_T0>(
                     lane.as_ptr()
