@@ -279,3 +279,102 @@ fn a_small_file_first_seen_empty_keeps_a_buffer_of_its_size() {
     assert_eq!(tail.refresh(), Change::Appended);
     assert!(tail.held_bytes() < 4 << 10, "held {}", tail.held_bytes());
 }
+
+/// One followed records file in [`appends_of_all_lengths_are_read_and_kept_exactly`]: its
+/// bytes as written, and where its parsing settled last (`keep_from`, `resume`).
+struct Followed {
+    path: PathBuf,
+    tail: FileTail,
+    written: Vec<u8>,
+    settled: Option<(usize, usize)>,
+}
+
+#[test]
+fn appends_of_all_lengths_are_read_and_kept_exactly() {
+    // Three files followed by one thread, so buffers pass between them through the lines'
+    // pool: short lines, lines past the 4 KiB read whole, lines of tens of KiB, several at
+    // once, and lines completed over two appends; after every refresh and every settle,
+    // what a read sees is the file's bytes, and the kept line is the one asked for.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = tokscope_testkit::Rng::new(41);
+    let mut files: Vec<Followed> = (0..3)
+        .map(|at| {
+            let path = dir.path().join(format!("r{at}"));
+            std::fs::write(&path, b"").unwrap();
+            let mut tail = FileTail::records(path.clone());
+            tail.refresh();
+            Followed {
+                path,
+                tail,
+                written: Vec::new(),
+                settled: None,
+            }
+        })
+        .collect();
+    for step in 0..300 {
+        let followed = &mut files[rng.range(0, 3) as usize];
+        let mut bytes = Vec::new();
+        for _ in 0..rng.range(1, 3) {
+            let len = match rng.range(0, 4) {
+                0 => rng.range(1, 200),
+                1 => rng.range(3_000, 6_000),
+                _ => rng.range(10_000, 60_000),
+            } as usize;
+            bytes.extend((0..len).map(|_| b'a' + (rng.next_u64() % 26) as u8));
+            bytes.push(b'\n');
+        }
+        // Now and then the last line's end comes with the next append.
+        if rng.range(0, 4) == 0 {
+            bytes.extend_from_slice(b"unfinished");
+        }
+        append(&followed.path, &bytes);
+        followed.written.extend_from_slice(&bytes);
+        let written = &followed.written;
+        assert_ne!(followed.tail.refresh(), Change::None, "step {step}");
+        let view = followed.tail.view().expect("read");
+        let (keep_from, resume) = followed.settled.unwrap_or((0, 0));
+        assert_eq!(view.base, resume, "step {step}");
+        assert!(
+            view.fresh == &written[resume..],
+            "step {step}: the new bytes"
+        );
+        if followed.settled.is_some() && keep_from < resume {
+            let kept = view.kept.expect("a kept line");
+            assert_eq!(kept.0, keep_from, "step {step}");
+            assert!(
+                kept.1 == &written[keep_from..resume],
+                "step {step}: the kept line"
+            );
+        }
+        // Parsed up to the last complete line; that line kept, or (now and then, as for a
+        // line too long to keep) none.
+        let resume = written
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        let last_start = written[..resume.saturating_sub(1)]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |at| at + 1);
+        let keep_from = if rng.range(0, 8) == 0 {
+            resume
+        } else {
+            last_start
+        };
+        followed.tail.settle(keep_from as u64, resume as u64);
+        followed.settled = Some((keep_from, resume));
+        let kept = followed.tail.kept_line();
+        if keep_from < resume {
+            assert!(
+                kept == Some(&written[keep_from..resume]),
+                "step {step}: kept as asked"
+            );
+        } else {
+            assert_eq!(kept, None, "step {step}");
+        }
+        assert!(
+            followed.tail.bytes() == Some(&written[resume..]),
+            "step {step}: the unfinished rest"
+        );
+    }
+}
