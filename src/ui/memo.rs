@@ -6,7 +6,7 @@
 //!   (its width, its wrap), which was most of a frame; comparing a widget with the one drawn
 //!   last time is a walk over its strings. The key is the widget itself and its area, nothing
 //!   the pane read to build it, so no input can be forgotten.
-//! - **By state** ([`reuse`], [`drawn_for`]): the open rollout's tree, tokens and inspector are
+//! - **By state** ([`kept_or_drawn`]): the open rollout's tree, tokens and inspector are
 //!   not even built while their [`PaneKey`] holds — the app's count of the changes that may
 //!   reach them ([`App::detail_revision`]) and what else they read that is set directly.
 //!   While a run is written, frames come for the list and the header ten times a second and
@@ -156,14 +156,27 @@ pub(crate) fn render(frame: &mut Frame, slot: Slot, paragraph: Paragraph<'static
     });
 }
 
-/// Copy into `area` what `slot` rendered there for `key` (see [`drawn_for`]), if it did: then
-/// the pane need not be built. What it measured then, if so.
-pub(crate) fn reuse(
+/// The open rollout's pane in `slot`: copied into `area` if it was rendered there for `key`,
+/// else drawn by `draw` (which renders through [`render`]) and kept for `key`. What the pane
+/// measured, then or now.
+pub(crate) fn kept_or_drawn(
     frame: &mut Frame,
     slot: Slot,
     key: &PaneKey,
     area: Rect,
-) -> Option<Option<Measure>> {
+    draw: impl FnOnce(&mut Frame) -> Option<Measure>,
+) -> Option<Measure> {
+    if let Some(measure) = reuse(frame, slot, key, area) {
+        return measure;
+    }
+    let measure = draw(frame);
+    drawn_for(slot, key.clone(), measure.clone());
+    measure
+}
+
+/// Copy into `area` what `slot` rendered there for `key` (see [`drawn_for`]), if it did: then
+/// the pane need not be built. What it measured then, if so.
+fn reuse(frame: &mut Frame, slot: Slot, key: &PaneKey, area: Rect) -> Option<Option<Measure>> {
     MEMO.with_borrow_mut(|memo| {
         let buffer = frame.buffer_mut();
         let area = area.intersection(buffer.area);
@@ -181,7 +194,7 @@ pub(crate) fn reuse(
 /// What `slot` has just rendered (with [`render`]) was drawn for `key`, and measured
 /// `measure`. (Only a rendering made or copied since the last call counts: a pane with
 /// nothing on the screen kept nothing for `key`.)
-pub(crate) fn drawn_for(slot: Slot, key: PaneKey, measure: Option<Measure>) {
+fn drawn_for(slot: Slot, key: PaneKey, measure: Option<Measure>) {
     MEMO.with_borrow_mut(|memo| {
         if std::mem::take(&mut memo.rendered[slot.index()])
             && let Some(kept) = &mut memo.kept[slot.index()]

@@ -81,13 +81,17 @@ pub fn draw(frame: &mut Frame, app: &App, theme: Theme) -> Drawn {
     }
     // The open rollout's panes, built again only when what they show may have changed.
     let key = memo::PaneKey::of(app, theme);
-    if shown(areas.tree) && memo::reuse(frame, Slot::Tree, &key, areas.tree).is_none() {
-        tree::draw(frame, app, theme, areas.tree);
-        memo::drawn_for(Slot::Tree, key.clone(), None);
+    if shown(areas.tree) {
+        memo::kept_or_drawn(frame, Slot::Tree, &key, areas.tree, |frame| {
+            tree::draw(frame, app, theme, areas.tree);
+            None
+        });
     }
-    if shown(areas.tokens) && memo::reuse(frame, Slot::Tokens, &key, areas.tokens).is_none() {
-        tokens::draw(frame, app, theme, areas.tokens);
-        memo::drawn_for(Slot::Tokens, key.clone(), None);
+    if shown(areas.tokens) {
+        memo::kept_or_drawn(frame, Slot::Tokens, &key, areas.tokens, |frame| {
+            tokens::draw(frame, app, theme, areas.tokens);
+            None
+        });
     }
     if shown(areas.detail) {
         draw_tab(frame, app, theme, areas.detail, &key, &mut drawn);
@@ -119,14 +123,11 @@ fn draw_tab(
 ) {
     match app.detail {
         Tab::Inspector => {
-            let (lines, matches) = match memo::reuse(frame, Slot::Detail, key, area) {
-                Some(Some(measure)) => measure,
-                _ => {
-                    let measure = inspector::draw(frame, app, theme, area);
-                    memo::drawn_for(Slot::Detail, key.clone(), Some(measure.clone()));
-                    measure
-                }
-            };
+            // (The inspector's rendering is always kept with its measure.)
+            let (lines, matches) = memo::kept_or_drawn(frame, Slot::Detail, key, area, |frame| {
+                Some(inspector::draw(frame, app, theme, area))
+            })
+            .unwrap_or_else(|| inspector::draw(frame, app, theme, area));
             drawn.inspector_lines = Some(lines);
             drawn.inspector_matches = matches;
         }

@@ -105,9 +105,9 @@ fn encode_after(seq: &TokenSeq, start: usize, encoded: &mut Vec<u8>) {
 ///
 /// What it did: [`HashedAhead::Waiting`] with the memos (their places in `memos`) whose
 /// digests wait for more, when there were fewer than `at_least`; [`HashedAhead::Carried`]
-/// with those left part-hashed once fewer lanes would be full than the call began with (they go
-/// on from there at the next call, or with the link check that asks for one first, on the
-/// way to the screen).
+/// with those left part-hashed once fewer lanes would be full than the call began with
+/// (they go on from there at the next call, or with the link check that asks for one first,
+/// on the way to the screen).
 pub fn hash_ahead(memos: &[&DigestMemo], at_least: usize) -> HashedAhead {
     hash_ahead_from(memos, at_least, wide_from())
 }
@@ -201,9 +201,9 @@ pub enum HashedAhead {
     /// Too few to hash yet: the places in the memos given of those whose digests wait (a
     /// memo given twice at its first place).
     Waiting(Vec<usize>),
-    /// Hashed, but for those left once fewer lanes were full than at the start: they stopped where
-    /// they were, and go on beside the next ones (the places in the memos given). A link
-    /// check that asks for one first hashes the rest of it.
+    /// Hashed, but for those left once fewer lanes were full than at the start: they stopped
+    /// where they were, and go on beside the next ones (the places in the memos given). A
+    /// link check that asks for one first hashes the rest of it.
     Carried(Vec<usize>),
 }
 

@@ -125,10 +125,9 @@ pub(super) fn hash_messages(
         // `wide_from` (8 here), the lanes were 72% full on average and a digest took
         // 82–88 µs an append; run full, 62–65 µs.
         debug_assert!(wide_from <= WIDE_LANES, "no more lanes than there are");
-        #[cfg(test)]
         let began_with = jobs.len().min(WIDE_LANES);
         let run_from = if carry_tail {
-            wide_from.max(jobs.len().min(WIDE_LANES))
+            wide_from.max(began_with)
         } else {
             wide_from
         };
