@@ -1,9 +1,13 @@
 //! The open rollout's panes kept for their revision draw what building them draws.
 //!
-//! Random sequences of what the explorer is told — keys, the watcher's news of other rollouts
-//! and of the open one, the clock, resizes — each followed by a frame drawn with the kept
-//! renderings and one drawn from nothing: the two must be the same cells. The panes must also
-//! be kept most of the time while only other rollouts change, or this would prove nothing.
+//! Random sequences of what the explorer is told — keys, text typed into its prompts (filter,
+//! search, `:` commands), the watcher's news of other rollouts and of the open one, answers to
+//! what it asks for (analyses, a replay's timeline), the clock, resizes — each followed by a
+//! frame drawn with the kept renderings and one drawn from nothing: the two must be the same
+//! cells. Half the runs start from a loaded store, half as the live explorer does, from
+//! nothing while the first scan is under way (paused or not, replaying or not). The panes must
+//! also be kept most of the time while only other rollouts change, or this would prove
+//! nothing.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,7 +18,7 @@ use ratatui::buffer::Buffer;
 use strum::IntoEnumIterator;
 
 use super::{Theme, draw, memo};
-use crate::app::{Action, App, Message, Tab, Viewport};
+use crate::app::{Action, App, Message, Mode, Tab, TextKey, Viewport};
 use tokscope_core::live::StoreEvent;
 use tokscope_core::verdict::{Analysis, VerdictOptions};
 use tokscope_testkit::Rng;
@@ -45,6 +49,7 @@ fn next_message(
         .view
         .as_ref()
         .map(|view| app.rollouts[view.index].location.clone());
+    // Everything but leaving and what writes outside the app (the clipboard, files).
     let actions: Vec<Action> = Action::iter()
         .filter(|action| {
             !matches!(
@@ -54,14 +59,23 @@ fn next_message(
                     | Action::YankText
                     | Action::ExportReport
                     | Action::ExportResponse
-                    | Action::Command
-                    | Action::Filter
-                    | Action::Timeline
-                    | Action::ToggleReplay
             )
         })
         .chain(Tab::iter().map(Action::ShowTab))
         .collect();
+    if app.mode != Mode::Normal && rng.range(0, 10) < 8 {
+        // A prompt is open: mostly typing into it (letters and digits of the demo store's
+        // ids, a `:` command's words), at times editing, accepting or leaving it.
+        const TYPED: &[char] = &['a', 'e', 'r', 't', '1', '2', '0', '-', ' ', ':', '+'];
+        return Message::Text(match rng.range(0, 20) {
+            0 => TextKey::Backspace,
+            1 => TextKey::DeleteWord,
+            2 => TextKey::ClearLine,
+            3 => TextKey::Submit,
+            4 => TextKey::Cancel,
+            _ => TextKey::Char(TYPED[rng.range(0, TYPED.len() as u64) as usize]),
+        });
+    }
     match rng.range(0, 100) {
         0..=39 => {
             // A change to another rollout.
@@ -92,28 +106,87 @@ fn next_message(
             *at += Duration::from_millis(rng.range(50, 4000));
             Message::Tick(*at)
         }
+        // Live: pausing and resuming the view (or, replaying, playing and pausing) often
+        // enough that the news held back while paused are seen too.
+        60..=64 if app.live.watching => Message::Action(Action::Pause),
         _ => Message::Action(actions[rng.range(0, actions.len() as u64) as usize]),
+    }
+}
+
+/// Answer what `app` asks the watcher for, as the watcher would: the analyses it looks at
+/// (in a live app; a loaded one holds them all) and a replay's timeline. Only at times for
+/// the analyses (`answer`), so the panes are seen waiting for them too.
+fn answer(app: &mut App, analyses: &[Analysis], answer: bool) {
+    if let Some(wanted) = app.replay_request() {
+        let timeline =
+            tokscope_core::live::replay::Replay::from_store(wanted, VerdictOptions::default());
+        app.update(Message::Store(vec![StoreEvent::Timeline(Box::new(
+            timeline,
+        ))]));
+    }
+    if answer && let Some(wanted) = app.detail_requests() {
+        let details = wanted
+            .iter()
+            .filter_map(|l| analyses.iter().find(|a| a.capture.location == *l))
+            .map(|a| StoreEvent::Detail(Box::new(a.clone())))
+            .collect();
+        app.update(Message::Store(details));
+    }
+}
+
+/// The app a run starts from: for even seeds the loaded demo store, for odd ones the live
+/// explorer before its first scan has sent anything (the scan's news come as messages).
+fn app_for(seed: u64, analyses: &[Analysis], store: &Path) -> App {
+    if seed.is_multiple_of(2) {
+        App::new(
+            vec![],
+            analyses.to_vec(),
+            VerdictOptions::default(),
+            Viewport::default(),
+        )
+    } else {
+        App::new_live(
+            vec![store.to_path_buf()],
+            VerdictOptions::default(),
+            Viewport::default(),
+        )
     }
 }
 
 #[test]
 fn kept_panes_draw_what_building_them_draws() {
     let analyses = analyses();
+    let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-store");
     let (mut reused, mut frames) = (0, 0);
-    for seed in 0..8u64 {
+    let mut modes = std::collections::BTreeSet::new();
+    for seed in 0..12u64 {
         let mut rng = Rng::new(500 + seed);
-        let mut app = App::new(
-            vec![],
-            analyses.clone(),
-            VerdictOptions::default(),
-            Viewport::default(),
-        );
+        let mut app = app_for(seed, &analyses, &store);
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
         let mut at = app.now;
         for step in 0..120 {
-            let message = next_message(&mut rng, &app, &analyses, &mut at);
+            let message = if step == 60 && !seed.is_multiple_of(2) {
+                // The first scan is done (its news of each rollout came at random before).
+                Message::Store(vec![StoreEvent::Ready])
+            } else {
+                next_message(&mut rng, &app, &analyses, &mut at)
+            };
             let what = format!("seed {seed} step {step}: {message:?}");
             app.update(message);
+            answer(&mut app, &analyses, rng.range(0, 3) > 0);
+            modes.insert(format!(
+                "{}{}{}{}",
+                match app.mode {
+                    Mode::Normal => "normal",
+                    Mode::Filter => "filter",
+                    Mode::Command(_) => "command",
+                    Mode::Search(_) => "search",
+                    _ => "other",
+                },
+                if app.replay.is_some() { " replay" } else { "" },
+                if app.live.paused { " paused" } else { "" },
+                if app.loading() { " loading" } else { "" },
+            ));
             if rng.range(0, 50) == 0 {
                 // The terminal resized (the frame tells the app its new panes).
                 let (width, height) = [(120, 40), (100, 30), (160, 48)][rng.range(0, 3) as usize];
@@ -137,6 +210,13 @@ fn kept_panes_draw_what_building_them_draws() {
         reused * 2 > frames,
         "{reused} panes copied in {frames} frames"
     );
+    // And the runs reached the modes the panes are drawn in.
+    for wanted in ["filter", "command", "search", "replay", "paused", "loading"] {
+        assert!(
+            modes.iter().any(|mode| mode.contains(wanted)),
+            "no frame drawn while {wanted}: {modes:?}"
+        );
+    }
 }
 
 /// The app over the demo store, its first rollout open, and a frame of it.
