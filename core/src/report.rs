@@ -46,7 +46,7 @@ impl Analysis {
                     roots: notes.roots,
                     quarantined_calls: build.quarantined.len(),
                     quarantined_fraction: if n_calls > 0 {
-                        crate::rebuild::merge::round4(
+                        crate::rebuild::chains::round4(
                             build.quarantined.len() as f64 / n_calls as f64,
                         )
                     } else {

@@ -45,10 +45,15 @@ pub struct Work {
     /// Response items the projection's checks (usage, contiguity) went over: those of the
     /// steps not lent by the previous projection.
     pub items_checked: u64,
+    /// Call nodes (or chain links) gone over by a pass over a whole build: its chains'
+    /// facts and notes made again, the steps a projection shares with the one before it
+    /// looked for. An append that extends a chain at its end costs none (see
+    /// `rebuild::extend` and `rebuild::project`).
+    pub nodes_walked: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 13;
+const FIELDS: usize = 14;
 
 impl Work {
     /// Nothing done.
@@ -70,6 +75,7 @@ impl Work {
             self.steps_projected,
             self.lines_gathered,
             self.items_checked,
+            self.nodes_walked,
         ]
     }
 
@@ -88,6 +94,7 @@ impl Work {
             steps_projected,
             lines_gathered,
             items_checked,
+            nodes_walked,
         ] = fields;
         Work {
             records_parsed,
@@ -103,6 +110,7 @@ impl Work {
             steps_projected,
             lines_gathered,
             items_checked,
+            nodes_walked,
         }
     }
 }

@@ -469,6 +469,9 @@ fn an_append_costs_its_own_line_not_its_rollout() {
             assert_eq!(work.steps_projected, 1, "{what}: {work:?}");
             // And checked: the earlier items' usage and contiguity are carried over.
             assert_eq!(work.items_checked, 1, "{what}: {work:?}");
+            // The chains' facts and the delivered count change by the new call alone: no
+            // pass over the rollout's calls.
+            assert_eq!(work.nodes_walked, 0, "{what}: {work:?}");
             // One sequence hashed, the new call's own: a delta's to check its digest; a full
             // record's ahead of its child, after the poll's changes (its own link check found
             // its parent's digest hashed ahead by the previous poll).

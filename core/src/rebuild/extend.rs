@@ -17,8 +17,9 @@
 use crate::hash::HashMap;
 use std::sync::Arc;
 
+use super::chains::{chain_facts, chain_notes, note_delivered_fraction, select_main};
 use super::memo::{DigestMemo, cumulative_digest};
-use super::merge::{ParentDigests, chain_facts, chain_notes, resolve_parent, select_main};
+use super::merge::{ParentDigests, resolve_parent};
 use super::output::{BuildOptions, BuildOutput, CallNode, ChainLink, LinkNote, RecordFate};
 use crate::store::{ParentResolution, TokenRecord};
 
@@ -167,7 +168,10 @@ fn place_appended(
 /// (every node from `at` on moved one place up): that chain goes on to it and takes the
 /// place its new leaf gives it (the chains are in the order of their leaves), then the
 /// main chain, its facts and notes are made again. What `finish_chains` makes, without
-/// walking every leaf up to its root again.
+/// walking every leaf up to its root again; and, when the new node is the last one and the
+/// chains keep their places and their main one (an agent going on, the common append),
+/// without walking the chains either: the facts and the delivered count change by the new
+/// node alone.
 fn extend_chain(
     records: &[Arc<TokenRecord>],
     terminal_call_id: Option<&str>,
@@ -175,13 +179,16 @@ fn extend_chain(
     chain: usize,
     at: usize,
 ) {
-    for link in out
-        .chains
-        .iter_mut()
-        .flat_map(|chain| chain.links.iter_mut())
-    {
-        if link.node >= at {
-            link.node += 1;
+    let last = at + 1 == out.nodes.len();
+    if !last {
+        for link in out
+            .chains
+            .iter_mut()
+            .flat_map(|chain| chain.links.iter_mut())
+        {
+            if link.node >= at {
+                link.node += 1;
+            }
         }
     }
     let mut extended = out.chains.remove(chain);
@@ -198,11 +205,28 @@ fn extend_chain(
         .chains
         .partition_point(|other| other.links.last().is_some_and(|link| link.node < at));
     out.chains.insert(place, extended);
+    let main_before = out.main;
     out.main = None;
     out.notes.terminal_chain = None;
     select_main(records, terminal_call_id, out);
-    chain_facts(out);
-    chain_notes(records, out);
+    if last && place == chain && out.main == main_before {
+        // Only the new leaf is new to the facts: the one chain it is on, which ends there
+        // now rather than at its parent.
+        if let Some(parent) = leaf {
+            out.chain_ending_at[parent] = None;
+        }
+        out.node_chain.push(Some(place));
+        out.chain_ending_at.push(Some(place));
+        if out.main == Some(place) {
+            let generated = records[out.nodes[at].record].generation_token_ids.len();
+            out.notes.generated_tokens_delivered += generated;
+        }
+        note_delivered_fraction(&mut out.notes);
+        out.notes.chains = out.chains.len();
+    } else {
+        chain_facts(out);
+        chain_notes(records, out);
+    }
 }
 
 /// Renumber the nodes from `at` on one place up, for a node inserted at `at` (every index

@@ -1,5 +1,6 @@
 //! Rebuilding a rollout exactly as the reference builder does (SPEC §4–§5).
 
+pub(crate) mod chains;
 pub mod digest;
 pub mod divergence;
 mod extend;

@@ -34,9 +34,6 @@ pub struct CarriedTokens {
     pub routed_experts: Option<Value>,
     /// `prompt` followed by `generation`.
     pub through: TokenSeq,
-    /// Decimal text of the whole chain, formatted the first time the response is written
-    /// (only export and `--format jsonl` write it; the explorer never pays for it).
-    pub text: Option<Arc<LazyChainText>>,
 }
 
 /// The whole chain, and its [`ChainText`] once something serializes the response.
@@ -154,24 +151,40 @@ impl ProjectedItem {
 
 impl serde::Serialize for ProjectedItem {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ItemWithText(self, None).serialize(serializer)
+    }
+}
+
+/// An item written with the text of a chain its prompt starts (the chain's prefixes are
+/// copied, not formatted again for every prompt); without one, its prompt is formatted.
+struct ItemWithText<'a>(&'a ProjectedItem, Option<&'a LazyChainText>);
+
+impl serde::Serialize for ItemWithText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ItemWithText(item, chain) = *self;
         let mut map = serializer.serialize_map(None)?;
-        let replaced = |key: &str| match &self.tokens {
+        let replaced = |key: &str| match &item.tokens {
             None => false,
             Some(t) => {
                 TOKEN_KEYS.contains(&key) || (key == "routed_experts" && t.routed_experts.is_some())
             }
         };
-        if self.index.is_none() {
+        if item.index.is_none() {
             map.serialize_entry("type", "message")?;
         }
-        for (key, value) in self.content().into_iter().flatten() {
+        for (key, value) in item.content().into_iter().flatten() {
             if !replaced(key) {
                 map.serialize_entry(key, value)?;
             }
         }
-        if let Some(tokens) = &self.tokens {
-            match &tokens.text {
-                Some(text) => text.get().serialize_prefix(tokens.prompt.len(), &mut map)?,
+        if let Some(tokens) = &item.tokens {
+            match chain {
+                Some(chain) => {
+                    debug_assert!(chain.tokens.starts_with(&tokens.prompt));
+                    chain
+                        .get()
+                        .serialize_prefix(tokens.prompt.len(), &mut map)?
+                }
                 None => map.serialize_entry("prompt_token_ids", &tokens.prompt)?,
             }
             map.serialize_entry("generation_token_ids", &tokens.generation)?;
@@ -185,7 +198,7 @@ impl serde::Serialize for ProjectedItem {
 }
 
 /// The rebuilt response of the main chain.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct RebuiltResponse {
     /// `proj-<rollout id>`.
     pub id: String,
@@ -197,9 +210,37 @@ pub struct RebuiltResponse {
     pub output: Vec<ProjectedItem>,
     /// Token counts.
     pub usage: Usage,
+    /// Decimal text of the whole chain, formatted the first time the response is written
+    /// (only export and `--format jsonl` write it; the explorer never pays for it). Every
+    /// carrier's prompt starts it. One per response: an append makes a new one, not a new
+    /// reference on every item.
+    pub chain_text: Option<Arc<LazyChainText>>,
     /// What the next projection of the chain extended reuses (not part of the response).
-    #[serde(skip)]
     pub(crate) lendable: Lendable,
+}
+
+impl serde::Serialize for RebuiltResponse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        /// The items, each with the chain's text.
+        struct Output<'a>(&'a [ProjectedItem], Option<&'a LazyChainText>);
+        impl serde::Serialize for Output<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+                for item in self.0 {
+                    seq.serialize_element(&ItemWithText(item, self.1))?;
+                }
+                seq.end()
+            }
+        }
+        let mut response = serializer.serialize_struct("RebuiltResponse", 5)?;
+        response.serialize_field("id", &self.id)?;
+        response.serialize_field("model", &self.model)?;
+        response.serialize_field("object", self.object)?;
+        response.serialize_field("output", &Output(&self.output, self.chain_text.as_deref()))?;
+        response.serialize_field("usage", &self.usage)?;
+        response.end()
+    }
 }
 
 /// Usage block of the rebuilt response.
@@ -276,26 +317,22 @@ pub(crate) fn project_main_chain(
     let projected = project_chain(records, build, main, earlier, lend_next);
     let (lent_items, lent_checked) = projected.lent_part();
     let Projected {
-        items: mut output,
+        items: output,
         mut lendable,
         lent,
     } = projected;
     // The running sequence only ever grows by appending, so every carrier's prompt is a prefix
     // of the last carrier's full sequence.
-    let full = output
+    let chain_text = output
         .iter()
         .rev()
-        .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()));
-    if let Some(full) = full {
-        let text = Arc::new(LazyChainText {
-            tokens: full.clone(),
-            text: std::sync::OnceLock::new(),
+        .find_map(|item| item.tokens.as_ref().map(|t| t.through.clone()))
+        .map(|full| {
+            Arc::new(LazyChainText {
+                tokens: full,
+                text: std::sync::OnceLock::new(),
+            })
         });
-        for tokens in output.iter_mut().filter_map(|item| item.tokens.as_mut()) {
-            debug_assert!(full.starts_with(&tokens.prompt));
-            tokens.text = Some(Arc::clone(&text));
-        }
-    }
     // The checks resume after the steps lent: their items passed them in the projection
     // they come from, which left its state after each step. Each check goes over the new
     // items in the reference's order (its first failure is the one reported), noting its
@@ -336,12 +373,12 @@ pub(crate) fn project_main_chain(
     }
     // A step whose items end in an inline one leaves a sequence of its own seen (made from
     // the item's JSON): not kept, nor the steps after it (each would hold the chain again).
-    if let Some(cut) = lendable
-        .steps
+    // (The steps lent passed this when their projection made them.)
+    if let Some(cut) = lendable.steps[lent..]
         .iter()
         .position(|step| !step.checked.seen.ptr_eq(&step.through))
     {
-        lendable.steps.truncate(cut);
+        lendable.steps.truncate(lent + cut);
     }
     Ok(RebuiltResponse {
         id: format!("proj-{rollout_id}"),
@@ -349,6 +386,7 @@ pub(crate) fn project_main_chain(
         object: "response",
         output,
         usage,
+        chain_text,
         lendable,
     })
 }
@@ -641,14 +679,9 @@ mod tests {
             .iter()
             .find_map(|a| a.response.as_ref())
             .expect("a rollout with a response");
-        let texts: Vec<&Arc<LazyChainText>> = response
-            .output
-            .iter()
-            .filter_map(|item| item.tokens.as_ref()?.text.as_ref())
-            .collect();
-        assert!(!texts.is_empty());
-        assert!(texts.iter().all(|t| !t.is_formatted()), "not by the build");
+        let text = response.chain_text.as_ref().expect("a chain's text");
+        assert!(!text.is_formatted(), "not by the build");
         serde_json::to_string(response).unwrap();
-        assert!(texts.iter().all(|t| t.is_formatted()), "by writing it");
+        assert!(text.is_formatted(), "by writing it");
     }
 }

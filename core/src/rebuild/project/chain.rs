@@ -102,7 +102,25 @@ impl EarlierProjection {
         };
         let mut steps = self.lendable.steps;
         let shared = if self.lendable.root_prompt_len == chain.root_prompt_len {
-            steps.iter().zip(&chain.links).take_while(same).count()
+            let walked = |steps: &[Step]| steps.iter().zip(&chain.links).take_while(same).count();
+            // A chain is a path from its root, so when the last step both have is the same
+            // node, at the same place, with the very same sequences, the steps before it are
+            // its ancestors as they were: an append adds a leaf and never gives a call
+            // another parent, renumbering moves a node's ancestors only with it, and a build
+            // made again makes new sequences. So an append's projection does not go over
+            // the whole chain to find what it shares.
+            let both = steps.len().min(chain.links.len());
+            match both.checked_sub(1) {
+                Some(last) if same(&(&steps[last], &chain.links[last])) => {
+                    debug_assert_eq!(walked(&steps), both, "the shared steps, walked");
+                    both
+                }
+                _ => {
+                    let shared = walked(&steps);
+                    crate::work::count(|work| work.nodes_walked += shared as u64 + 1);
+                    shared
+                }
+            }
         } else {
             0
         };
@@ -168,7 +186,6 @@ pub(super) fn project_chain(
             routed_experts: (!record.routed_experts.is_null())
                 .then(|| record.routed_experts.clone()),
             through: through.clone(),
-            text: None,
         };
         let content = &record.output_items;
         let carriers: Vec<usize> = match record.token_item_index {
