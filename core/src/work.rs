@@ -47,8 +47,9 @@ pub struct Work {
     pub items_checked: u64,
     /// Call nodes (or chain links) gone over by a pass over a whole build: its chains'
     /// facts and notes made again, the steps a projection shares with the one before it
-    /// looked for. An append that extends a chain at its end costs none (see
-    /// `rebuild::extend` and `rebuild::project`).
+    /// looked for. An append whose call is placed last, on the last chain, with the same
+    /// main chain (an agent going on) costs none (see `rebuild::extend` and
+    /// `rebuild::project`).
     pub nodes_walked: u64,
 }
 

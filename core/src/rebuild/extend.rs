@@ -9,10 +9,16 @@
 //! sibling, a repeated call id, a broken link or delta, an empty generation, a negative id,
 //! an earlier record naming the new one as its parent, a recovery that could now find it —
 //! is declined, and the caller builds from all the records ([`super::prefix_merging`]).
-//! The chain the new call continues is extended by it, and the main chain and the delivered
-//! counts are made again from the chains (no token touched). The result is the one the full build
-//! gives, field for field (the differential test in `tests/it/incremental.rs` holds it to
-//! that).
+//! So is a call that would sort before its own parent (a parent whose recorded digest is of
+//! a prefix shorter than its prompt lets a shorter prompt link to it): the full build looks
+//! for a call's parent among the calls placed before it, and the extension keeps that order
+//! (every parent before its children), which the projection's lending relies on too.
+//! The chain the new call continues is extended by it, then the main chain is chosen again;
+//! when the new call is the last one and its chain the last chain, with the same main chain,
+//! the chains' facts and the delivered counts change by the new call alone, else they are
+//! made again from the chains (no token touched either way). The result is the one the full
+//! build gives, field for field (the differential test in `tests/it/incremental.rs` holds
+//! it to that).
 
 use crate::hash::HashMap;
 use std::sync::Arc;
@@ -113,6 +119,11 @@ fn place_appended(
     let at = out
         .nodes
         .partition_point(|n| (n.prompt.len(), records[n.record].model_call_id.as_str()) < key);
+    // Before its own parent (linked by a digest of a prefix shorter than the parent's
+    // prompt): the full build does not find its parent among the calls placed before it.
+    if at <= parent {
+        return None;
+    }
     if out.nodes[at..].iter().any(|n| {
         matches!(
             n.note,
@@ -318,5 +329,28 @@ mod tests {
         let extended = extend_build(&records, before, &options(Some("a"))).expect("extends");
         let full = prefix_merging(&records, &options(Some("a")));
         assert_eq!(format!("{extended:?}"), format!("{full:?}"));
+    }
+
+    /// A parent whose recorded digest is of a prefix shorter than its own prompt: a child
+    /// links to it by that digest with a prompt shorter than the parent's, so the build's
+    /// order puts the child first. Extending must not place it there (found by review: the
+    /// child was placed before its parent, which it then named as itself).
+    #[test]
+    fn a_call_that_would_sort_before_its_parent_is_built_whole() {
+        let mut parent = (*record("p", None, &[1, 2, 3, 4], &[5])).clone();
+        parent.cum_len = Some(2);
+        parent.digest = Some(crate::rebuild::digest::digest_prefix(
+            &parent.prompt_token_ids,
+            2,
+        ));
+        let records = [Arc::new(parent), record("c", Some("p"), &[1, 2, 9], &[7])];
+        let before = prefix_merging(&records[..1], &options(None));
+        let full = prefix_merging(&records, &options(None));
+        // The full build does not link the child (its parent is not placed before it).
+        assert_eq!(full.notes.roots, 2, "{full:?}");
+        assert!(
+            extend_build(&records, before, &options(None)).is_none(),
+            "the extension declines"
+        );
     }
 }

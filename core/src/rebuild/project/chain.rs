@@ -106,9 +106,11 @@ impl EarlierProjection {
             // A chain is a path from its root, so when the last step both have is the same
             // node, at the same place, with the very same sequences, the steps before it are
             // its ancestors as they were: an append adds a leaf and never gives a call
-            // another parent, renumbering moves a node's ancestors only with it, and a build
-            // made again makes new sequences. So an append's projection does not go over
-            // the whole chain to find what it shares.
+            // another parent; every parent is placed before its children (the build's order,
+            // which the extension keeps: see `rebuild::extend`), so renumbering, which moves
+            // the nodes from a place on, moves a node's ancestors only if it moves the node;
+            // and a build made again makes new sequences. So an append's projection does not
+            // go over the whole chain to find what it shares.
             let both = steps.len().min(chain.links.len());
             match both.checked_sub(1) {
                 Some(last) if same(&(&steps[last], &chain.links[last])) => {
