@@ -26,7 +26,9 @@ use std::sync::Arc;
 use super::chains::{chain_facts, chain_notes, note_delivered_fraction, select_main};
 use super::memo::{DigestMemo, cumulative_digest};
 use super::merge::{ParentDigests, resolve_parent};
-use super::output::{BuildOptions, BuildOutput, CallNode, ChainLink, LinkNote, RecordFate};
+use super::output::{
+    BuildOptions, BuildOutput, CallNode, ChainLink, Lineage, LinkNote, RecordFate,
+};
 use crate::store::{ParentResolution, TokenRecord};
 
 /// `previous` (the build of a prefix of `records`) extended by the records after that
@@ -45,23 +47,27 @@ pub(crate) fn extend_build(
     }
     let memo = options.digest_memo.as_deref();
     let terminal = options.terminal_call_id.as_deref();
+    let extended = (previous.lineage.build, previous.nodes.len());
+    let mut all_after = true;
     for index in known..records.len() {
-        place_appended(records, index, &mut previous, memo, terminal)?;
+        all_after &= place_appended(records, index, &mut previous, memo, terminal)?;
     }
     previous.memo = options.digest_memo.clone();
+    previous.lineage = Lineage::new(all_after.then_some(extended));
     crate::work::count(|work| work.extended_builds += 1);
     Some(previous)
 }
 
 /// Place record `index` (every record before it is in `out`) as the child of the leaf it
-/// names, where the build's order puts it, or `None` when the full build is needed.
+/// names, where the build's order puts it, or `None` when the full build is needed; whether
+/// it was placed after every call (none moved).
 fn place_appended(
     records: &[Arc<TokenRecord>],
     index: usize,
     out: &mut BuildOutput,
     memo: Option<&DigestMemo>,
     terminal_call_id: Option<&str>,
-) -> Option<()> {
+) -> Option<bool> {
     let record = &records[index];
     if record.negative_ids || record.generation_token_ids.is_empty() {
         return None;
@@ -172,7 +178,7 @@ fn place_appended(
     out.retry_group_of.insert(at, None);
     out.notes.generated_tokens_captured += record.generation_token_ids.len();
     extend_chain(records, terminal_call_id, out, chain, at);
-    Some(())
+    Some(at + 1 == out.nodes.len())
 }
 
 /// The chains once node `at` is linked as the child of the leaf that ended chain `chain`

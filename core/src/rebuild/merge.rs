@@ -113,6 +113,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
             ..BuildNotes::default()
         },
         memo: options.digest_memo.clone(),
+        lineage: super::output::Lineage::new(None),
         ..BuildOutput::default()
     };
 

@@ -85,27 +85,13 @@ impl Summary {
         tally.take_in(&capture.records);
         let (prefix, last_write) = (tally.prefix, tally.last_write);
         let call_seconds = tally.seconds.counts.clone();
-        let mut parent_decisions = BTreeMap::new();
-        let nodes = analysis.build.as_ref().map_or(0, |build| build.nodes.len());
-        let mut call_spans = Vec::with_capacity(nodes);
-        if let Some(build) = &analysis.build {
-            for node in &build.nodes {
-                if let Some(parent) = node.parent {
-                    let start = tally.times[build.nodes[parent].record];
-                    let end = tally.times[node.record];
-                    if start.is_finite() && end.is_finite() && start < end {
-                        call_spans.push((start, end));
-                    }
-                }
-                let decision = match (node.note, node.parent) {
-                    (Some(note), _) if note.is_boundary() => note.as_str(),
-                    (Some(_), _) => "recovered",
-                    (None, Some(_)) => "resolved",
-                    (None, None) => "root",
-                };
-                *parent_decisions.entry(decision).or_default() += 1;
+        let (call_spans, parent_decisions) = match &analysis.build {
+            Some(build) => {
+                let calls = tally.calls.take_in(build, &tally.times);
+                (calls.spans.clone(), calls.decisions.clone())
             }
-        }
+            None => (Vec::new(), BTreeMap::new()),
+        };
         Summary {
             location: capture.location.clone(),
             lifecycle: analysis.lifecycle,
@@ -228,6 +214,53 @@ pub(crate) struct RecordTally {
     prefix: (usize, usize),
     /// The latest finite `created_at`.
     last_write: Option<f64>,
+    /// What the summary reads of the build's calls.
+    calls: CallTally,
+}
+
+/// The calls' spans (from their parent's record to theirs, when both have a time and the
+/// parent's is earlier) and the parent decisions, in the build's order; taken in from the
+/// calls an extended build placed after those of the build taken in before, else from all.
+#[derive(Debug, Default)]
+struct CallTally {
+    /// The build taken in, and its number of calls.
+    taken: Option<(u64, usize)>,
+    spans: Vec<(f64, f64)>,
+    decisions: BTreeMap<&'static str, usize>,
+}
+
+impl CallTally {
+    /// Take in `build`'s calls (`times`: its records' `created_at`).
+    fn take_in(&mut self, build: &crate::rebuild::BuildOutput, times: &[f64]) -> &CallTally {
+        let lineage = build.lineage;
+        let from = match (self.taken, lineage.extends) {
+            (Some(taken), Some(extends)) if taken == extends && taken.0 != 0 => taken.1,
+            _ => {
+                crate::work::count(|work| work.nodes_walked += build.nodes.len() as u64);
+                self.spans.clear();
+                self.decisions.clear();
+                0
+            }
+        };
+        for node in &build.nodes[from..] {
+            if let Some(parent) = node.parent {
+                let start = times[build.nodes[parent].record];
+                let end = times[node.record];
+                if start.is_finite() && end.is_finite() && start < end {
+                    self.spans.push((start, end));
+                }
+            }
+            let decision = match (node.note, node.parent) {
+                (Some(note), _) if note.is_boundary() => note.as_str(),
+                (Some(_), _) => "recovered",
+                (None, Some(_)) => "resolved",
+                (None, None) => "root",
+            };
+            *self.decisions.entry(decision).or_default() += 1;
+        }
+        self.taken = Some((lineage.build, build.nodes.len()));
+        self
+    }
 }
 
 impl RecordTally {
