@@ -27,7 +27,7 @@ use super::chains::{chain_facts, chain_notes, note_delivered_fraction, select_ma
 use super::memo::{DigestMemo, cumulative_digest};
 use super::merge::{ParentDigests, resolve_parent};
 use super::output::{
-    BuildOptions, BuildOutput, CallNode, ChainLink, Lineage, LinkNote, RecordFate,
+    BuildLineage, BuildOptions, BuildOutput, CallNode, ChainLink, LinkNote, RecordFate,
 };
 use crate::store::{ParentResolution, TokenRecord};
 
@@ -53,7 +53,7 @@ pub(crate) fn extend_build(
         all_after &= place_appended(records, index, &mut previous, memo, terminal)?;
     }
     previous.memo = options.digest_memo.clone();
-    previous.lineage = Lineage::new(all_after.then_some(extended));
+    previous.lineage = BuildLineage::new(all_after.then_some(extended));
     crate::work::count(|work| work.extended_builds += 1);
     Some(previous)
 }

@@ -113,7 +113,7 @@ pub fn prefix_merging(records: &[Arc<TokenRecord>], options: &BuildOptions) -> B
             ..BuildNotes::default()
         },
         memo: options.digest_memo.clone(),
-        lineage: super::output::Lineage::new(None),
+        lineage: super::output::BuildLineage::new(None),
         ..BuildOutput::default()
     };
 

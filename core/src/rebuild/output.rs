@@ -212,34 +212,34 @@ pub struct BuildOutput {
     pub(crate) call_ids: CallIds,
     /// Which build this is, and the build it extends by calls placed after all of that
     /// one's (which then keep their places, parents and notes).
-    pub(crate) lineage: Lineage,
+    pub(crate) lineage: BuildLineage,
 }
 
 /// A build's identity, and what it extends (see [`BuildOutput::lineage`]): what a rollout's
 /// summary takes in of its calls at an append, without going over the earlier ones again.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Lineage {
+pub(crate) struct BuildLineage {
     /// This build (0: not numbered).
     pub(crate) build: u64,
     /// The build this one extends, and its number of calls (kept here as they were).
     pub(crate) extends: Option<(u64, usize)>,
 }
 
-impl Lineage {
+impl BuildLineage {
     /// A new build's, extending `extends` if given.
-    pub(crate) fn new(extends: Option<(u64, usize)>) -> Lineage {
+    pub(crate) fn new(extends: Option<(u64, usize)>) -> BuildLineage {
         static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Lineage {
+        BuildLineage {
             build: BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             extends,
         }
     }
 }
 
-impl std::fmt::Debug for Lineage {
+impl std::fmt::Debug for BuildLineage {
     // Bookkeeping: a build extended and one made whole print the same.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Lineage")
+        f.write_str("BuildLineage")
     }
 }
 

@@ -233,7 +233,10 @@ impl CallTally {
     /// Take in `build`'s calls (`times`: its records' `created_at`).
     fn take_in(&mut self, build: &crate::rebuild::BuildOutput, times: &[f64]) -> &CallTally {
         let lineage = build.lineage;
+        let this = (lineage.build, build.nodes.len());
         let from = match (self.taken, lineage.extends) {
+            // This very build, taken in already.
+            (Some(taken), _) if taken == this && taken.0 != 0 => taken.1,
             (Some(taken), Some(extends)) if taken == extends && taken.0 != 0 => taken.1,
             _ => {
                 crate::work::count(|work| work.nodes_walked += build.nodes.len() as u64);
@@ -242,6 +245,23 @@ impl CallTally {
                 0
             }
         };
+        self.add(build, times, from);
+        self.taken = Some(this);
+        #[cfg(debug_assertions)]
+        if from > 0 {
+            let mut whole = CallTally::default();
+            whole.add(build, times, 0);
+            debug_assert_eq!(
+                (&self.spans, &self.decisions),
+                (&whole.spans, &whole.decisions),
+                "the calls taken in from where they stopped are those of all of them"
+            );
+        }
+        self
+    }
+
+    /// Add the spans and decisions of `build`'s calls from `from` on.
+    fn add(&mut self, build: &crate::rebuild::BuildOutput, times: &[f64], from: usize) {
         for node in &build.nodes[from..] {
             if let Some(parent) = node.parent {
                 let start = times[build.nodes[parent].record];
@@ -258,8 +278,6 @@ impl CallTally {
             };
             *self.decisions.entry(decision).or_default() += 1;
         }
-        self.taken = Some((lineage.build, build.nodes.len()));
-        self
     }
 }
 
