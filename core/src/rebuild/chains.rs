@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::output::{BuildNotes, BuildOutput, Chain, ChainId, ChainLink};
+use super::output::{BuildOutput, Chain, ChainId, ChainLink};
 use crate::store::TokenRecord;
 
 /// Round like Python's `round(x, 4)` (correctly rounded, ties to even on the exact value).
@@ -52,17 +52,16 @@ pub(super) fn chain_notes(records: &[Arc<TokenRecord>], out: &mut BuildOutput) {
             .map(|l| records[out.nodes[l.node].record].generation_token_ids.len())
             .sum()
     });
-    out.notes.chains = out.chains.len();
-    out.notes.generated_tokens_delivered = delivered;
-    note_delivered_fraction(&mut out.notes);
+    note_chains(out, delivered);
 }
 
-/// The delivered fraction from the delivered and captured counts.
-pub(super) fn note_delivered_fraction(notes: &mut BuildNotes) {
-    let (delivered, captured) = (
-        notes.generated_tokens_delivered,
-        notes.generated_tokens_captured,
-    );
+/// The notes of the chains as they are, the main chain delivering `delivered` generated
+/// tokens: their number, that count and its fraction of those captured.
+pub(super) fn note_chains(out: &mut BuildOutput, delivered: usize) {
+    let notes = &mut out.notes;
+    notes.chains = out.chains.len();
+    notes.generated_tokens_delivered = delivered;
+    let captured = notes.generated_tokens_captured;
     notes.delivered_fraction = if captured > 0 {
         round4(delivered as f64 / captured as f64)
     } else {

@@ -23,7 +23,7 @@
 use crate::hash::HashMap;
 use std::sync::Arc;
 
-use super::chains::{chain_facts, chain_notes, note_delivered_fraction, select_main};
+use super::chains::{chain_facts, chain_notes, note_chains, select_main};
 use super::memo::{DigestMemo, cumulative_digest};
 use super::merge::{ParentDigests, resolve_parent};
 use super::output::{
@@ -177,12 +177,13 @@ fn place_appended(
     out.fates.push(RecordFate::Placed(at));
     out.retry_group_of.insert(at, None);
     out.notes.generated_tokens_captured += record.generation_token_ids.len();
-    extend_chain(records, terminal_call_id, out, chain, at);
-    Some(at + 1 == out.nodes.len())
+    let last = at + 1 == out.nodes.len();
+    extend_chain(records, terminal_call_id, out, chain, at, last);
+    Some(last)
 }
 
-/// The chains once node `at` is linked as the child of the leaf that ended chain `chain`
-/// (every node from `at` on moved one place up): that chain goes on to it and takes the
+/// The chains once node `at` (`last`: the last node) is linked as the child of the leaf that
+/// ended chain `chain` (every node from `at` on moved one place up): that chain goes on to it and takes the
 /// place its new leaf gives it (the chains are in the order of their leaves), then the
 /// main chain, its facts and notes are made again. What `finish_chains` makes, without
 /// walking every leaf up to its root again; and, when the new node is the last one and the
@@ -195,8 +196,8 @@ fn extend_chain(
     out: &mut BuildOutput,
     chain: usize,
     at: usize,
+    last: bool,
 ) {
-    let last = at + 1 == out.nodes.len();
     if !last {
         for link in out
             .chains
@@ -234,12 +235,11 @@ fn extend_chain(
         }
         out.node_chain.push(Some(place));
         out.chain_ending_at.push(Some(place));
+        let mut delivered = out.notes.generated_tokens_delivered;
         if out.main == Some(place) {
-            let generated = records[out.nodes[at].record].generation_token_ids.len();
-            out.notes.generated_tokens_delivered += generated;
+            delivered += records[out.nodes[at].record].generation_token_ids.len();
         }
-        note_delivered_fraction(&mut out.notes);
-        out.notes.chains = out.chains.len();
+        note_chains(out, delivered);
     } else {
         chain_facts(out);
         chain_notes(records, out);

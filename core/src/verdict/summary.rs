@@ -234,10 +234,11 @@ impl CallTally {
     fn take_in(&mut self, build: &crate::rebuild::BuildOutput, times: &[f64]) -> &CallTally {
         let lineage = build.lineage;
         let this = (lineage.build, build.nodes.len());
-        let from = match (self.taken, lineage.extends) {
-            // This very build, taken in already.
-            (Some(taken), _) if taken == this && taken.0 != 0 => taken.1,
-            (Some(taken), Some(extends)) if taken == extends && taken.0 != 0 => taken.1,
+        let from = match self.taken {
+            // This very build taken in already, or the one it extends.
+            Some(taken) if taken.0 != 0 && (taken == this || lineage.extends == Some(taken)) => {
+                taken.1
+            }
             _ => {
                 crate::work::count(|work| work.nodes_walked += build.nodes.len() as u64);
                 self.spans.clear();
