@@ -49,12 +49,18 @@ pub(crate) fn take_digests_computed() -> usize {
 /// What the digest hashes before `count` tokens: the domain, then (unless there are none)
 /// the version and the count.
 fn header(count: usize) -> Vec<u8> {
-    let mut out = DOMAIN.to_vec();
+    let mut out = Vec::new();
+    header_into(&mut out, count);
+    out
+}
+
+/// [`header`], appended to `out`.
+fn header_into(out: &mut Vec<u8>, count: usize) {
+    out.extend_from_slice(DOMAIN);
     if count > 0 {
         out.push(DIGEST_VERSION);
         out.extend_from_slice(&(count as u64).to_be_bytes());
     }
-    out
 }
 
 /// Digest of `count` tokens delivered as consecutive chunks.
@@ -146,9 +152,8 @@ pub(crate) fn finish_encoded(body: &[u8], resume: Resume) -> String {
 /// bit, zeros, the length in bits; whole blocks in all.
 fn pad(out: &mut Vec<u8>, len: u64) {
     out.push(0x80);
-    while out.len() % 64 != 56 {
-        out.push(0);
-    }
+    let zeros = (64 + 56 - out.len() % 64) % 64;
+    out.resize(out.len() + zeros, 0);
     out.extend_from_slice(&(len * 8).to_be_bytes());
 }
 
@@ -162,9 +167,16 @@ fn compress_step(
     pending: &[&[u8]],
     wide_from: Option<usize>,
 ) -> Option<(usize, usize, bool)> {
-    let active: Vec<usize> = (0..pending.len())
-        .filter(|&lane| !pending[lane].is_empty())
-        .collect();
+    // At most sixteen lanes (the queue's), so on the stack: a step is taken for every run's
+    // end in any lane, dozens a burst.
+    debug_assert!(pending.len() <= WIDE_LANES);
+    let mut lanes = [0usize; WIDE_LANES];
+    let mut count = 0;
+    for lane in (0..pending.len()).filter(|&lane| !pending[lane].is_empty()) {
+        lanes[count] = lane;
+        count += 1;
+    }
+    let active = &lanes[..count];
     let step = active.iter().map(|&lane| pending[lane].len()).min()?;
     let wide = wide_from.is_some_and(|from| active.len() >= from && active.len() <= WIDE_LANES);
     if wide {
@@ -184,11 +196,16 @@ fn compress_step(
             if group.len() > 1 {
                 shared += group.len();
             }
-            let mut hashing: Vec<State> = group.iter().map(|&lane| states[lane]).collect();
-            let blocks: Vec<&[u8]> = group.iter().map(|&lane| &pending[lane][..step]).collect();
-            compress_many(&mut hashing, &blocks);
-            for (&lane, state) in group.iter().zip(hashing) {
-                states[lane] = state;
+            let mut hashing = [State::new(); LANES];
+            let mut blocks: [&[u8]; LANES] = [&[]; LANES];
+            for (at, &lane) in group.iter().enumerate() {
+                hashing[at] = states[lane];
+                blocks[at] = &pending[lane][..step];
+            }
+            let (hashing, blocks) = (&mut hashing[..group.len()], &blocks[..group.len()]);
+            compress_many(hashing, blocks);
+            for (&lane, state) in group.iter().zip(hashing.iter()) {
+                states[lane] = *state;
             }
         }
         return Some((step, shared, false));

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::super::lanes::wide::WIDE_LANES;
 use super::super::lanes::{LANES, State};
-use super::{compress_step, header, pad};
+use super::{compress_step, header_into, pad};
 
 /// A message being hashed: its state, and its runs of whole blocks still to hash.
 struct Job<'a> {
@@ -59,10 +59,17 @@ impl<'a> Job<'a> {
 /// One [`compress_step`] of `jobs`: each one with bytes left hashes as many as the one with
 /// the fewest.
 fn step_jobs(jobs: &mut [Job<'_>], wide_from: Option<usize>) -> Option<(usize, usize, bool)> {
-    let pending: Vec<&[u8]> = jobs.iter().map(Job::pending).collect();
-    let mut states: Vec<State> = jobs.iter().map(|job| job.state).collect();
-    let (step, hashed, wide) = compress_step(&mut states, &pending, wide_from)?;
-    for (job, state) in jobs.iter_mut().zip(states) {
+    // On the stack: a step is taken for every run's end in any lane.
+    debug_assert!(jobs.len() <= WIDE_LANES);
+    let mut pending: [&[u8]; WIDE_LANES] = [&[]; WIDE_LANES];
+    let mut states = [State::new(); WIDE_LANES];
+    for (at, job) in jobs.iter().enumerate() {
+        pending[at] = job.pending();
+        states[at] = job.state;
+    }
+    let (pending, states) = (&pending[..jobs.len()], &mut states[..jobs.len()]);
+    let (step, hashed, wide) = compress_step(states, pending, wide_from)?;
+    for (job, &state) in jobs.iter_mut().zip(states.iter()) {
         if !job.pending().is_empty() {
             job.state = state;
             job.advance(step);
@@ -193,7 +200,10 @@ pub(super) fn hash_messages(
 /// the body's first bytes, the body's whole blocks after them (in place, not copied), and
 /// the body's last bytes with the padding.
 pub(super) fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
-    let mut head = header(body.len() / 8);
+    // The header and the body's first bytes fill at most two blocks with the padding, the
+    // body's last bytes with it two: each allocated once.
+    let mut head = Vec::with_capacity(128);
+    header_into(&mut head, body.len() / 8);
     let len = (head.len() + body.len()) as u64;
     let lead = ((64 - head.len() % 64) % 64).min(body.len());
     head.extend_from_slice(&body[..lead]);
@@ -203,7 +213,8 @@ pub(super) fn encoded_blocks(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
         return vec![Cow::Owned(head)];
     }
     let whole = (body.len() - lead) / 64 * 64;
-    let mut tail = body[lead + whole..].to_vec();
+    let mut tail = Vec::with_capacity(128);
+    tail.extend_from_slice(&body[lead + whole..]);
     pad(&mut tail, len);
     let mut runs = vec![Cow::Owned(head)];
     if whole > 0 {
