@@ -51,10 +51,14 @@ pub struct Work {
     /// main chain (an agent going on) costs none (see `rebuild::extend` and
     /// `rebuild::project`).
     pub nodes_walked: u64,
+    /// Entries of a state file's index of line digests built into a map (needed only for
+    /// lines past the index; a live append's state covers its line, see
+    /// `store::state::EntryIndex`).
+    pub index_entries_built: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 14;
+const FIELDS: usize = 15;
 
 impl Work {
     /// Nothing done.
@@ -77,6 +81,7 @@ impl Work {
             self.lines_gathered,
             self.items_checked,
             self.nodes_walked,
+            self.index_entries_built,
         ]
     }
 
@@ -96,6 +101,7 @@ impl Work {
             lines_gathered,
             items_checked,
             nodes_walked,
+            index_entries_built,
         ] = fields;
         Work {
             records_parsed,
@@ -112,6 +118,7 @@ impl Work {
             lines_gathered,
             items_checked,
             nodes_walked,
+            index_entries_built,
         }
     }
 }

@@ -686,6 +686,70 @@ pub struct RunPlan {
     pub pace: std::time::Duration,
 }
 
+/// The reference's line digest: SHA-256 of the line's bytes (without its newline), in hex.
+pub fn line_digest(line: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(line)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The call id of a record line, read without parsing the rest of it (its token arrays are
+/// most of it); `None` for a line that names none.
+fn line_call_id(line: &[u8]) -> Option<String> {
+    use serde::Deserialize;
+    const KEY: &[u8] = br#""model_call_id""#;
+    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = std::str::from_utf8(&line[at..]).ok()?;
+    let value = rest.trim_start().strip_prefix(':')?;
+    String::deserialize(&mut serde_json::Deserializer::from_str(value)).ok()
+}
+
+/// A record line's digest indexed in `state` under its call id (the first digest of an id
+/// stays, as the reference refuses a different payload for an id it has).
+fn index_line(state: &mut Value, line: &[u8]) {
+    let Some(call_id) = line_call_id(line) else {
+        return;
+    };
+    if !state["entry_digests"].is_object() {
+        state["entry_digests"] = json!({});
+    }
+    if let Some(index) = state["entry_digests"].as_object_mut() {
+        index
+            .entry(call_id)
+            .or_insert_with(|| Value::String(line_digest(line)));
+    }
+}
+
+/// `_sync_entry_index`: the lines of `records` past the state's `indexed_size` digested into
+/// its index (a store written before, or by a writer that did not index).
+fn index_tail(records: &Path, state: &mut Value) -> std::io::Result<()> {
+    use std::io::{Read, Seek};
+    let mut file = match std::fs::File::open(records) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // As the reference: the size first, and only the lines past the index read.
+    let size = file.metadata()?.len();
+    let indexed = state["indexed_size"].as_u64().unwrap_or(0).min(size);
+    if indexed == size && state["entry_digests"].is_object() {
+        return Ok(());
+    }
+    let mut tail = Vec::new();
+    file.seek(std::io::SeekFrom::Start(indexed))?;
+    file.read_to_end(&mut tail)?;
+    for line in tail.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if !line.is_empty() {
+            index_line(state, line);
+        }
+    }
+    state["indexed_size"] = json!(indexed + tail.len() as u64);
+    Ok(())
+}
+
 impl RunWriter {
     /// A writer for the store at `dir`.
     pub fn new(dir: &Path) -> RunWriter {
@@ -765,11 +829,18 @@ impl RunWriter {
         self.append_record_line(id, &call.to_line(id))
     }
 
-    /// `append` of a record already serialized (`line`, without its newline).
+    /// `append` of a record already serialized (`line`, without its newline), as the
+    /// reference appends: the state's index of line digests first brought up to the file
+    /// (`_sync_entry_index`: each line past `indexed_size` digested), then the line
+    /// appended, its digest indexed under its call id and the state replaced. The index
+    /// grows with every call, so a reader reads a longer state at every append.
     pub fn append_record_line(&self, id: &str, line: &str) -> std::io::Result<()> {
         self.lock(id)?;
-        let size = self.append_line(&self.path(id, ".tokens.jsonl"), line)?;
+        let records = self.path(id, ".tokens.jsonl");
         let mut state = self.state(id);
+        index_tail(&records, &mut state)?;
+        let size = self.append_line(&records, line)?;
+        index_line(&mut state, line.as_bytes());
         state["indexed_size"] = json!(size);
         state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
         self.write_state(id, &state)
@@ -838,5 +909,27 @@ impl RunWriter {
             std::thread::sleep(plan.pace);
         }
         Ok(masked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_digest_is_sha256_in_hex() {
+        // FIPS 180-2's first example.
+        assert_eq!(
+            line_digest(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn a_call_id_is_read_from_its_key_only() {
+        let line =
+            br#"{"generation_token_ids":[1],"model_call_id":"c\u0031","x":"\"model_call_id\""}"#;
+        assert_eq!(line_call_id(line).as_deref(), Some("c1"));
+        assert_eq!(line_call_id(br#"{"model":"m"}"#), None);
     }
 }

@@ -472,6 +472,9 @@ fn an_append_costs_its_own_line_not_its_rollout() {
             // The chains' facts and the delivered count change by the new call alone: no
             // pass over the rollout's calls.
             assert_eq!(work.nodes_walked, 0, "{what}: {work:?}");
+            // The state's index of line digests (the reference's, one entry a call) covers
+            // the new line: it is checked, not built.
+            assert_eq!(work.index_entries_built, 0, "{what}: {work:?}");
             // One sequence hashed, the new call's own: a delta's to check its digest; a full
             // record's ahead of its child, after the poll's changes (its own link check found
             // its parent's digest hashed ahead by the previous poll).
@@ -527,4 +530,47 @@ fn a_last_record_without_its_newline_is_not_built_again_when_looked_at() {
         assert_eq!(work.steps_projected, 0, "look {look}: {work:?}");
         assert_same_as_cold(again, &options, "looked at again");
     }
+}
+
+/// The state a reader meets at every append is the reference's: an index of every line's
+/// digest by call id that grows with the calls, covering the file up to `indexed_size`
+/// (brought up to the file first when a store was written without one).
+#[test]
+fn the_writer_indexes_every_line_as_the_reference_does() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let mut rng = Rng::new(7);
+    let rollout = tokscope_testkit::linear_rollout(ROLLOUT, 6, &mut rng, 5, false, true);
+    // The first four written without an index (`indexed_size` 0), the rest appended.
+    let mut first = rollout.clone();
+    first.calls.truncate(4);
+    first.write(dir).unwrap();
+    let writer = RunWriter::new(dir);
+    for call in &rollout.calls[4..] {
+        writer.begin_call(ROLLOUT, &call.id).unwrap();
+        writer.append(ROLLOUT, call).unwrap();
+    }
+    let records = std::fs::read(dir.join(format!("{ROLLOUT}.tokens.jsonl"))).unwrap();
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(format!("{ROLLOUT}.tokens.state.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["indexed_size"], records.len());
+    let index = state["entry_digests"].as_object().unwrap();
+    assert_eq!(index.len(), 6);
+    for (call, line) in rollout.calls.iter().zip(records.split(|&b| b == b'\n')) {
+        assert_eq!(
+            index[&call.id],
+            tokscope_testkit::line_digest(line),
+            "{}",
+            call.id
+        );
+    }
+    // The reader takes the index as the freeze does: nothing past it, nothing refused.
+    let capture = read_capture(&RolloutLocation {
+        dir: dir.to_path_buf(),
+        id: ROLLOUT.into(),
+    });
+    assert!(capture.issues.is_empty(), "{:?}", capture.issues);
+    assert_eq!(capture.records.len(), 6);
 }

@@ -15,6 +15,7 @@ use super::intents::IntentsCache;
 use super::{IssueKind, LinePos, ReadIssue, is_py_space, strip};
 use crate::store::layout::FileKind;
 use crate::store::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
+use crate::store::state::EntryIndex;
 use crate::store::state::RolloutState;
 
 /// The bytes of a records file a read has at hand: all of them, or those from `base` on. The
@@ -429,8 +430,8 @@ pub(super) fn parse_records(
             .map(|key| (key, cache.lines[&key].clone()))
             .collect();
         // Line digests are needed only for call ids seen more than once.
-        let mut known: HashMap<&str, Option<Cow<'_, str>>> = state
-            .entry_digests
+        let index = state.entry_digests.as_ref().map(EntryIndex::entries);
+        let mut known: HashMap<&str, Option<Cow<'_, str>>> = index
             .iter()
             .flatten()
             .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
