@@ -55,10 +55,13 @@ pub struct Work {
     /// lines past the index; a live append's state covers its line, see
     /// `store::state::EntryIndex`).
     pub index_entries_built: u64,
+    /// Bytes of a state file's index gone through the JSON parser to be checked (the
+    /// reference's own index, plain, is checked by a scan; see `store::state`).
+    pub index_bytes_parsed: u64,
 }
 
 /// Fields of [`Work`], in the order of [`Work::fields`].
-const FIELDS: usize = 15;
+const FIELDS: usize = 16;
 
 impl Work {
     /// Nothing done.
@@ -82,6 +85,7 @@ impl Work {
             self.items_checked,
             self.nodes_walked,
             self.index_entries_built,
+            self.index_bytes_parsed,
         ]
     }
 
@@ -102,6 +106,7 @@ impl Work {
             items_checked,
             nodes_walked,
             index_entries_built,
+            index_bytes_parsed,
         ] = fields;
         Work {
             records_parsed,
@@ -119,6 +124,7 @@ impl Work {
             items_checked,
             nodes_walked,
             index_entries_built,
+            index_bytes_parsed,
         }
     }
 }

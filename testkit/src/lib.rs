@@ -846,6 +846,15 @@ impl RunWriter {
         self.write_state(id, &state)
     }
 
+    /// `_sync_entry_index` alone: the lines past the state's index digested into it and the
+    /// state replaced (what the reference does before its next append; a store written by
+    /// [`Rollout::write`] has no index).
+    pub fn index(&self, id: &str) -> std::io::Result<()> {
+        let mut state = self.state(id);
+        index_tail(&self.path(id, ".tokens.jsonl"), &mut state)?;
+        self.write_state(id, &state)
+    }
+
     /// `freeze_now`: the snapshot is taken.
     pub fn freeze(&self, id: &str) -> std::io::Result<()> {
         let mut state = self.state(id);

@@ -475,6 +475,7 @@ fn an_append_costs_its_own_line_not_its_rollout() {
             // The state's index of line digests (the reference's, one entry a call) covers
             // the new line: it is checked, not built.
             assert_eq!(work.index_entries_built, 0, "{what}: {work:?}");
+            assert_eq!(work.index_bytes_parsed, 0, "{what}: {work:?}");
             // One sequence hashed, the new call's own: a delta's to check its digest; a full
             // record's ahead of its child, after the poll's changes (its own link check found
             // its parent's digest hashed ahead by the previous poll).

@@ -114,6 +114,9 @@ impl<'de> Deserialize<'de> for TopLevel<'de> {
                 while let Some(key) = entries.next_key::<String>()? {
                     if key == "entry_digests" {
                         let raw: &RawValue = entries.next_value()?;
+                        crate::work::count(|work| {
+                            work.index_bytes_parsed += raw.get().len() as u64;
+                        });
                         serde_json::from_str::<Parses>(raw.get())
                             .map_err(serde::de::Error::custom)?;
                         index = Some(raw);
@@ -175,10 +178,151 @@ pub(crate) fn py_int(value: &Value) -> Option<i64> {
     }
 }
 
+/// JSON's whitespace from `at` on skipped.
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// Where a state's text opens with its index, plain: the index's bytes and where the rest of
+/// the top level starts (after the comma that follows the index, or at the closing brace).
+fn leading_plain_index(bytes: &[u8]) -> Option<(&str, usize)> {
+    const KEY: &[u8] = br#""entry_digests""#;
+    let at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let at = skip_ws(bytes, at + 1);
+    if !bytes.get(at..)?.starts_with(KEY) {
+        return None;
+    }
+    let at = skip_ws(bytes, at + KEY.len());
+    if bytes.get(at) != Some(&b':') {
+        return None;
+    }
+    let start = skip_ws(bytes, at + 1);
+    let (len, ascii) = plain_object_end(bytes.get(start..)?)?;
+    let text = &bytes[start..start + len];
+    let text = if ascii {
+        // SAFETY: every byte is ASCII (checked by `plain_object_end`), so it is UTF-8.
+        unsafe { std::str::from_utf8_unchecked(text) }
+    } else {
+        std::str::from_utf8(text).ok()?
+    };
+    let end = start + len;
+    let after = skip_ws(bytes, end);
+    match bytes.get(after)? {
+        // A comma must be followed by a key (`{"entry_digests": {}, }` is not JSON).
+        b',' if bytes.get(skip_ws(bytes, after + 1)) == Some(&b'"') => Some((text, after + 1)),
+        b'}' => Some((text, after)),
+        _ => None,
+    }
+}
+
+/// The length of a plain object at the start of `bytes`: keys and values strings with
+/// neither escapes nor control characters (values may be `null`), as the reference's index
+/// of call ids and hex digests is, and whether all of it is ASCII. `None` for anything else,
+/// valid or not.
+fn plain_object_end(bytes: &[u8]) -> Option<(usize, bool)> {
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    let mut at = skip_ws(bytes, 1);
+    if bytes.get(at) == Some(&b'}') {
+        return Some((at + 1, true));
+    }
+    let mut ascii = true;
+    let mut string = |at: usize| {
+        let (end, plain_ascii) = plain_string_end(bytes, at)?;
+        ascii &= plain_ascii;
+        Some(end)
+    };
+    loop {
+        at = skip_ws(bytes, string(at)?);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_ws(bytes, at + 1);
+        at = if bytes[at..].starts_with(b"null") {
+            at + 4
+        } else {
+            string(at)?
+        };
+        at = skip_ws(bytes, at);
+        match bytes.get(at)? {
+            b',' => at = skip_ws(bytes, at + 1),
+            b'}' => return Some((at + 1, ascii)),
+            _ => return None,
+        }
+    }
+}
+
+/// The end (past its closing quote) of a string at `at` with neither escapes nor control
+/// characters, and whether it is ASCII. Eight bytes at a time: an index holds thousands.
+fn plain_string_end(bytes: &[u8], at: usize) -> Option<(usize, bool)> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    /// Whether some byte of `word` is a quote, a backslash, below 0x20 or not ASCII (exact
+    /// for "some": a borrow only spreads above a byte that matched).
+    fn special(word: u64) -> bool {
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+        (zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            | below_space
+            | (word & HIGH))
+            != 0
+    }
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let (mut i, mut ascii) = (at + 1, true);
+    loop {
+        while let Some(word) = bytes.get(i..i + 8) {
+            if special(u64::from_le_bytes(word.try_into().ok()?)) {
+                break;
+            }
+            i += 8;
+        }
+        match *bytes.get(i)? {
+            b'"' => return Some((i + 1, ascii)),
+            b'\\' | 0..0x20 => return None,
+            0x80.. => ascii = false,
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
 impl RolloutState {
     /// Parse the bytes of a state file.
     pub fn parse(bytes: &[u8]) -> RolloutState {
-        let top: TopLevel<'_> = match serde_json::from_slice(bytes) {
+        RolloutState::parse_from(bytes, true)
+    }
+
+    /// [`RolloutState::parse`], its index found by a scan when plain (`scan_index`; else
+    /// the whole file goes through the parser, as the tests compare).
+    fn parse_from(bytes: &[u8], scan_index: bool) -> RolloutState {
+        // The reference writes its keys sorted, its index first: when that index is plain
+        // (see `plain_object_end`), a scan finds its end and the rest is parsed as an object
+        // of its own. Anything else, or an error, goes through the whole parse (its messages
+        // then point into the file).
+        let leading = leading_plain_index(bytes).filter(|_| scan_index);
+        let rest: Vec<u8>;
+        let fast = match &leading {
+            Some((_, after)) => {
+                rest = [b"{", &bytes[*after..]].concat();
+                serde_json::from_slice::<TopLevel<'_>>(&rest).ok()
+            }
+            None => None,
+        };
+        let top: TopLevel<'_> = match fast.map_or_else(|| serde_json::from_slice(bytes), Ok) {
+            Ok(TopLevel(Some((fields, None)))) if leading.is_some() => {
+                let index = leading.map(|(text, _)| EntryIndex { text: text.into() });
+                return RolloutState::from_fields(fields, index);
+            }
             Ok(top) => top,
             Err(error) => {
                 return RolloutState {
@@ -195,6 +339,16 @@ impl RolloutState {
                 ..RolloutState::default()
             };
         };
+        let index = index
+            .filter(|text| text.get().starts_with('{'))
+            .map(|text| EntryIndex {
+                text: text.get().into(),
+            });
+        RolloutState::from_fields(raw, index)
+    }
+
+    /// The state of a file's top-level fields but its index, and its index.
+    fn from_fields(raw: Map<String, Value>, index: Option<EntryIndex>) -> RolloutState {
         let flag = |key: &str| raw.get(key).is_some_and(truthy);
         let frozen = flag("frozen");
         let version = match raw.get("version") {
@@ -223,11 +377,7 @@ impl RolloutState {
                 None => String::new(),
             },
             version,
-            entry_digests: index
-                .filter(|text| text.get().starts_with('{'))
-                .map(|text| EntryIndex {
-                    text: text.get().into(),
-                }),
+            entry_digests: index,
             indexed_size: match raw.get("indexed_size") {
                 Some(Value::Bool(b)) => Some(i64::from(*b)),
                 Some(Value::Number(n)) => n.as_i64(),
@@ -306,6 +456,56 @@ mod tests {
                 "{bad}: {error}"
             );
         }
+    }
+
+    /// The index found by a scan reads as the whole parse reads it, or leaves it to it.
+    #[test]
+    fn a_plain_index_scanned_reads_as_parsed() {
+        let index = r#"{"c1": "ab", "c2" :"cd" ,"c3":null}"#;
+        let mut texts: Vec<String> = vec![
+            format!(r#"{{"entry_digests":{index},"frozen":false,"indexed_size":3,"version":4}}"#),
+            format!(r#" {{ "entry_digests" : {index} }} "#),
+            format!(r#"{{"entry_digests": {index}, "entry_digests": {{"x": "y"}}, "version": 1}}"#),
+            format!(r#"{{"entry_digests": {index}, "entry_digests": [], "version": 1}}"#),
+            format!(r#"{{"entry_digests": {index}, "version": 1, "x": 1e400}}"#),
+            format!(r#"{{"entry_digests": {index}, }}"#),
+            format!(r#"{{"entry_digests": {index},, "version": 1}}"#),
+            format!(r#"{{"entry_digests": {index} "version": 1}}"#),
+            format!(r#"{{"entry_digests": {index}}} x"#),
+            format!(r#"{{"entry_digests": {index}"#),
+            r#"{"entry_digests": {}, "frozen": true, "snapshot_id": "s", "version": 2}"#.into(),
+            r#"{"entry_digests": {"c1": "ab"}, "version": 1}"#.into(),
+            r#"{"entry_digests": {"c1": "a	b"}, "version": 1}"#.into(),
+            r#"{"entry_digests": {"c1": 3}, "version": 1}"#.into(),
+            r#"{"entry_digests": {"c1": nul}, "version": 1}"#.into(),
+            r#"{"entry_digests": {"c1" "ab"}, "version": 1}"#.into(),
+            r#"{"entry_digests": {"c1": "ab",}, "version": 1}"#.into(),
+            r#"{"frozen": false, "entry_digests": {"c1": "ab"}}"#.into(),
+        ];
+        // A control character and a byte that is not UTF-8 inside a string.
+        texts.push("{\"entry_digests\": {\"c1\": \"a\u{1}b\"}}".into());
+        let mut not_utf8 = br#"{"entry_digests": {"c1": "a"#.to_vec();
+        not_utf8.extend_from_slice(&[0xff, b'"', b'}', b'}']);
+        let mut all: Vec<Vec<u8>> = texts.into_iter().map(String::into_bytes).collect();
+        all.push(not_utf8);
+        for text in &all {
+            let (scanned, parsed) = (
+                RolloutState::parse_from(text, true),
+                RolloutState::parse_from(text, false),
+            );
+            let shown = String::from_utf8_lossy(text);
+            assert_eq!(scanned, parsed, "{shown}");
+            assert_eq!(
+                scanned.entry_digests.map(|index| index.entries()),
+                parsed.entry_digests.map(|index| index.entries()),
+                "{shown}"
+            );
+        }
+        // The first is scanned, not parsed: its index is kept as written.
+        crate::work::take();
+        let first = RolloutState::parse(&all[0]);
+        assert_eq!(first.entry_digests.unwrap().text.as_ref(), index);
+        assert_eq!(crate::work::take().index_bytes_parsed, 0);
     }
 
     #[test]
