@@ -1,0 +1,293 @@
+//! The reference writer's lifecycle, step by step (`store.py`, `delivery.py`), for the tests
+//! and benchmarks that follow a store as a run writes it.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{Call, Rng, linear_rollout};
+
+/// A store driven through the reference writer's lifecycle, step by step (`store.py`,
+/// `delivery.py`): stale ids cleared before dispatch (only the lock stays), each call's intent
+/// then its record, the freeze when a rollout finishes, and the retirement of what delivers
+/// (payload deleted, frozen tombstone kept); a masked rollout keeps its evidence.
+#[derive(Clone, Debug)]
+pub struct RunWriter {
+    /// The store directory (created on the first write, as the writer does).
+    pub dir: std::path::PathBuf,
+}
+
+/// How a simulated training run goes.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// Rollout ids are `{prefix}{n}`.
+    pub prefix: String,
+    /// Rollouts written.
+    pub rollouts: usize,
+    /// Every `masked_every`-th rollout (counting from 1) loses a call: frozen masked.
+    pub masked_every: Option<usize>,
+    /// Calls a rollout.
+    pub calls: usize,
+    /// Delivered rollouts are retired (else they stay frozen).
+    pub retire: bool,
+    /// Pause between rollouts.
+    pub pace: std::time::Duration,
+}
+
+/// The reference's line digest: SHA-256 of the line's bytes (without its newline), in hex.
+pub fn line_digest(line: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(line)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The call id of a record line, read without parsing the rest of it (its token arrays are
+/// most of it); `None` for a line that names none.
+fn line_call_id(line: &[u8]) -> Option<String> {
+    use serde::Deserialize;
+    const KEY: &[u8] = br#""model_call_id""#;
+    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = std::str::from_utf8(&line[at..]).ok()?;
+    let value = rest.trim_start().strip_prefix(':')?;
+    String::deserialize(&mut serde_json::Deserializer::from_str(value)).ok()
+}
+
+/// A record line's digest indexed in `state` under its call id (the first digest of an id
+/// stays, as the reference refuses a different payload for an id it has).
+fn index_line(state: &mut Value, line: &[u8]) {
+    let Some(call_id) = line_call_id(line) else {
+        return;
+    };
+    if !state["entry_digests"].is_object() {
+        state["entry_digests"] = json!({});
+    }
+    if let Some(index) = state["entry_digests"].as_object_mut() {
+        index
+            .entry(call_id)
+            .or_insert_with(|| Value::String(line_digest(line)));
+    }
+}
+
+/// `_sync_entry_index`: the lines of `records` past the state's `indexed_size` digested into
+/// its index (a store written before, or by a writer that did not index).
+fn index_tail(records: &Path, state: &mut Value) -> std::io::Result<()> {
+    use std::io::{Read, Seek};
+    let mut file = match std::fs::File::open(records) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // As the reference: the size first, and only the lines past the index read.
+    let size = file.metadata()?.len();
+    let indexed = state["indexed_size"].as_u64().unwrap_or(0).min(size);
+    if indexed == size && state["entry_digests"].is_object() {
+        return Ok(());
+    }
+    let mut tail = Vec::new();
+    file.seek(std::io::SeekFrom::Start(indexed))?;
+    file.read_to_end(&mut tail)?;
+    for line in tail.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if !line.is_empty() {
+            index_line(state, line);
+        }
+    }
+    state["indexed_size"] = json!(indexed + tail.len() as u64);
+    Ok(())
+}
+
+impl RunWriter {
+    /// A writer for the store at `dir`.
+    pub fn new(dir: &Path) -> RunWriter {
+        RunWriter {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn path(&self, id: &str, suffix: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{id}{suffix}"))
+    }
+
+    fn lock(&self, id: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(id, ".tokens.lock"))
+            .map(drop)
+    }
+
+    fn state(&self, id: &str) -> Value {
+        std::fs::read(self.path(id, ".tokens.state.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_else(|| {
+                json!({"entry_digests": {}, "frozen": false, "incomplete": false,
+                       "indexed_size": 0, "retired": false, "snapshot_id": "", "version": 0})
+            })
+    }
+
+    /// Written aside and renamed over, as the writer replaces its state.
+    fn write_state(&self, id: &str, state: &Value) -> std::io::Result<()> {
+        let aside = self.dir.join(format!(".tokens-state-{id}"));
+        std::fs::write(&aside, format!("{state}\n"))?;
+        std::fs::rename(aside, self.path(id, ".tokens.state.json"))
+    }
+
+    fn append_line(&self, path: &Path, line: &str) -> std::io::Result<u64> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        // One write, as the reference's buffered append makes it: a reader never sees the
+        // line without its newline unless the write itself is cut short.
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        file.write_all(&bytes)?;
+        file.sync_data()?;
+        Ok(file.metadata()?.len())
+    }
+
+    /// `clear_token_captures_for_rollouts`: every file of `id` deleted but its lock.
+    pub fn clear(&self, id: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        for suffix in [
+            ".tokens.jsonl",
+            ".tokens.incomplete",
+            ".tokens.intents",
+            ".tokens.state.json",
+        ] {
+            let _ = std::fs::remove_file(self.path(id, suffix));
+        }
+        Ok(())
+    }
+
+    /// `begin_call`: the call's intent, before it is dispatched.
+    pub fn begin_call(&self, id: &str, call_id: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        self.append_line(&self.path(id, ".tokens.intents"), call_id)
+            .map(drop)
+    }
+
+    /// `append`: the call's record, then the state's index.
+    pub fn append(&self, id: &str, call: &Call) -> std::io::Result<()> {
+        self.append_record_line(id, &call.to_line(id))
+    }
+
+    /// `append` of a record already serialized (`line`, without its newline), as the
+    /// reference appends: the state's index of line digests first brought up to the file
+    /// (`_sync_entry_index`: each line past `indexed_size` digested), then the line
+    /// appended, its digest indexed under its call id and the state replaced. The index
+    /// grows with every call, so a reader reads a longer state at every append.
+    pub fn append_record_line(&self, id: &str, line: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        let records = self.path(id, ".tokens.jsonl");
+        let mut state = self.state(id);
+        index_tail(&records, &mut state)?;
+        let size = self.append_line(&records, line)?;
+        index_line(&mut state, line.as_bytes());
+        state["indexed_size"] = json!(size);
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, &state)
+    }
+
+    /// `_sync_entry_index` alone: the lines past the state's index digested into it and the
+    /// state replaced (what the reference does before its next append; a store written by
+    /// [`Rollout::write`] has no index).
+    pub fn index(&self, id: &str) -> std::io::Result<()> {
+        let mut state = self.state(id);
+        index_tail(&self.path(id, ".tokens.jsonl"), &mut state)?;
+        self.write_state(id, &state)
+    }
+
+    /// `freeze_now`: the snapshot is taken.
+    pub fn freeze(&self, id: &str) -> std::io::Result<()> {
+        let mut state = self.state(id);
+        state["frozen"] = json!(true);
+        state["snapshot_id"] = json!(format!("snap-{id}"));
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, &state)
+    }
+
+    /// `drop` after durable handoff: the payload deleted, a frozen tombstone kept.
+    pub fn retire(&self, id: &str) -> std::io::Result<()> {
+        for suffix in [".tokens.jsonl", ".tokens.incomplete", ".tokens.intents"] {
+            let _ = std::fs::remove_file(self.path(id, suffix));
+        }
+        let mut state = self.state(id);
+        state["indexed_size"] = json!(0);
+        state["entry_digests"] = json!({});
+        state["retired"] = json!(true);
+        self.write_state(id, &state)
+    }
+
+    /// One rollout of the run, start to end: cleared, its calls (the last one lost when
+    /// `masked`), frozen, and retired when it delivers and `retire`.
+    pub fn rollout(
+        &self,
+        id: &str,
+        calls: usize,
+        masked: bool,
+        retire: bool,
+    ) -> std::io::Result<()> {
+        self.clear(id)?;
+        let mut rng = Rng::new(id.bytes().map(u64::from).sum::<u64>() + 1);
+        let rollout = linear_rollout(id, calls.max(1), &mut rng, 5, false, true);
+        for call in &rollout.calls {
+            self.begin_call(id, &call.id)?;
+            self.append(id, call)?;
+        }
+        if masked {
+            // Dispatched, and its record never came: the freeze masks the rollout.
+            self.begin_call(id, &format!("{id}-lost"))?;
+        }
+        self.freeze(id)?;
+        if retire && !masked {
+            self.retire(id)?;
+        }
+        Ok(())
+    }
+
+    /// Run `plan`; the number of rollouts masked.
+    pub fn run(&self, plan: &RunPlan) -> std::io::Result<usize> {
+        let mut masked = 0;
+        for n in 1..=plan.rollouts {
+            let lose = plan.masked_every.is_some_and(|every| n % every == 0);
+            masked += usize::from(lose);
+            self.rollout(
+                &format!("{}{n}", plan.prefix),
+                plan.calls,
+                lose,
+                plan.retire,
+            )?;
+            std::thread::sleep(plan.pace);
+        }
+        Ok(masked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_digest_is_sha256_in_hex() {
+        // FIPS 180-2's first example.
+        assert_eq!(
+            line_digest(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn a_call_id_is_read_from_its_key_only() {
+        let line =
+            br#"{"generation_token_ids":[1],"model_call_id":"c\u0031","x":"\"model_call_id\""}"#;
+        assert_eq!(line_call_id(line).as_deref(), Some("c1"));
+        assert_eq!(line_call_id(br#"{"model":"m"}"#), None);
+    }
+}
