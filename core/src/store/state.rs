@@ -3,8 +3,6 @@
 //! The writer replaces it atomically. Its flags are read the way the reference store reads
 //! them: any JSON value, judged by Python truthiness.
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The parsed state of a rollout; defaults when the file does not exist.
@@ -34,121 +32,76 @@ pub struct RolloutState {
 ///
 /// The reference adds an entry at every call and the writer replaces the state at every
 /// call, so a live reader reads a longer index at every append (60 calls: 5.5 KB, 12 µs to
-/// build as a map). It is needed only when the records file holds lines past it, so it is
-/// checked when read (every value parses) and built only when asked.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// build as a map). It is needed only for the ids of lines past it, so it is kept as text:
+/// the reference's, plain, checked by a scan and kept as written; any other, parsed with the
+/// file as before and kept as its JSON. Its entries are built only when asked.
+#[derive(Clone, Debug, PartialEq)]
 pub struct EntryIndex {
     /// A JSON object's text, valid.
     text: Box<str>,
 }
 
 impl EntryIndex {
-    /// The digests by call id, as the file holds them (the last of a repeated id wins).
-    pub fn entries(&self) -> Map<String, Value> {
-        // Checked when the state was read: it parses, and as an object.
-        let entries: Map<String, Value> = serde_json::from_str(&self.text).unwrap_or_default();
-        crate::work::count(|work| work.index_entries_built += entries.len() as u64);
-        entries
-    }
-}
-
-/// A JSON value parsed through (numbers to their value, strings with their escapes) and not
-/// kept: a value that does not parse is an error, as when it is built.
-struct Parses;
-
-impl<'de> Deserialize<'de> for Parses {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Parses, D::Error> {
-        deserializer.deserialize_any(Parses)
-    }
-}
-
-impl<'de> Visitor<'de> for Parses {
-    type Value = Parses;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_unit<E>(self) -> Result<Parses, E> {
-        Ok(Parses)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Parses, A::Error> {
-        while items.next_element::<Parses>()?.is_some() {}
-        Ok(Parses)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Parses, A::Error> {
-        while entries.next_entry::<Parses, Parses>()?.is_some() {}
-        Ok(Parses)
-    }
-}
-
-/// A state file's top level: its fields but the index as values, the index as text (the
-/// last of each key wins, as in Python); `None` when it is not an object.
-struct TopLevel<'a>(Option<(Map<String, Value>, Option<&'a RawValue>)>);
-
-impl<'de> Deserialize<'de> for TopLevel<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TopLevel<'de>, D::Error> {
-        struct Fields;
-        impl<'de> Visitor<'de> for Fields {
-            type Value = TopLevel<'de>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
-                let (mut fields, mut index) = (Map::new(), None);
-                while let Some(key) = entries.next_key::<String>()? {
-                    if key == "entry_digests" {
-                        let raw: &RawValue = entries.next_value()?;
-                        crate::work::count(|work| {
-                            work.index_bytes_parsed += raw.get().len() as u64;
-                        });
-                        serde_json::from_str::<Parses>(raw.get())
-                            .map_err(serde::de::Error::custom)?;
-                        index = Some(raw);
-                    } else {
-                        fields.insert(key, entries.next_value()?);
+    /// The digests of the call ids `wanted` picks, as the file holds them (the last of a
+    /// repeated id wins): a read past the index looks up its own lines' ids, not all.
+    pub fn entries_of(&self, wanted: impl Fn(&str) -> bool) -> Map<String, Value> {
+        use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+        use std::borrow::Cow;
+        /// A key, borrowed from the text unless it has escapes.
+        struct Key<'de>(Cow<'de, str>);
+        impl<'de> serde::Deserialize<'de> for Key<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Text;
+                impl<'de> Visitor<'de> for Text {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a call id")
+                    }
+                    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Borrowed(text)))
+                    }
+                    fn visit_str<E>(self, text: &str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Owned(text.to_owned())))
                     }
                 }
-                Ok(TopLevel(Some((fields, index))))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
-                Parses.visit_seq(items).map(|_| TopLevel(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(TopLevel(None))
+                d.deserialize_str(Text)
             }
         }
-        deserializer.deserialize_any(Fields)
+        struct Pick<F>(F);
+        impl<'de, F: Fn(&str) -> bool> Visitor<'de> for Pick<F> {
+            type Value = Map<String, Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an index of digests")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
+                let mut picked = Map::new();
+                while let Some(Key(id)) = entries.next_key()? {
+                    if (self.0)(&id) {
+                        picked.insert(id.into_owned(), entries.next_value()?);
+                    } else {
+                        entries.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(picked)
+            }
+        }
+        impl<'de, F: Fn(&str) -> bool> DeserializeSeed<'de> for Pick<F> {
+            type Value = Map<String, Value>;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(self)
+            }
+        }
+        // Checked when the state was read: it parses, and as an object.
+        let picked = Pick(wanted)
+            .deserialize(&mut serde_json::Deserializer::from_str(&self.text))
+            .unwrap_or_default();
+        crate::work::count(|work| work.index_entries_built += picked.len() as u64);
+        picked
+    }
+
+    /// The digests by call id, as the file holds them (the last of a repeated id wins).
+    pub fn entries(&self) -> Map<String, Value> {
+        self.entries_of(|_| true)
     }
 }
 
@@ -306,44 +259,51 @@ impl RolloutState {
     /// the whole file goes through the parser, as the tests compare).
     fn parse_from(bytes: &[u8], scan_index: bool) -> RolloutState {
         // The reference writes its keys sorted, its index first: when that index is plain
-        // (see `plain_object_end`), a scan finds its end and the rest is parsed as an object
-        // of its own. Anything else, or an error, goes through the whole parse (its messages
-        // then point into the file).
+        // (see `plain_object_end`), a scan finds its end and only the rest of the top level
+        // is parsed (as an object of its own; the scan accepts only text that parses, at the
+        // same depth). Anything else, or an error, is parsed whole, as it always was: the
+        // same values refused, the same messages, pointing into the file.
         let leading = leading_plain_index(bytes).filter(|_| scan_index);
-        let rest: Vec<u8>;
-        let fast = match &leading {
-            Some((_, after)) => {
-                rest = [b"{", &bytes[*after..]].concat();
-                serde_json::from_slice::<TopLevel<'_>>(&rest).ok()
+        let rest = leading.and_then(|(text, after)| {
+            let rest = [b"{", &bytes[after..]].concat();
+            match serde_json::from_slice(&rest) {
+                Ok(Value::Object(fields)) => Some((fields, text)),
+                _ => None,
             }
-            None => None,
+        });
+        let (mut raw, leading) = match rest {
+            Some((fields, text)) => (fields, Some(text)),
+            None => match serde_json::from_slice(bytes) {
+                Ok(Value::Object(fields)) => {
+                    if fields.contains_key("entry_digests") {
+                        crate::work::count(|work| work.index_bytes_parsed += bytes.len() as u64);
+                    }
+                    (fields, None)
+                }
+                Ok(_) => {
+                    return RolloutState {
+                        present: true,
+                        error: Some("state file is not a JSON object".into()),
+                        ..RolloutState::default()
+                    };
+                }
+                Err(error) => {
+                    return RolloutState {
+                        present: true,
+                        error: Some(format!("state file is not valid JSON: {error}")),
+                        ..RolloutState::default()
+                    };
+                }
+            },
         };
-        let top: TopLevel<'_> = match fast.map_or_else(|| serde_json::from_slice(bytes), Ok) {
-            Ok(TopLevel(Some((fields, None)))) if leading.is_some() => {
-                let index = leading.map(|(text, _)| EntryIndex { text: text.into() });
-                return RolloutState::from_fields(fields, index);
-            }
-            Ok(top) => top,
-            Err(error) => {
-                return RolloutState {
-                    present: true,
-                    error: Some(format!("state file is not valid JSON: {error}")),
-                    ..RolloutState::default()
-                };
-            }
+        // The last of repeated keys wins: an index later in the file over the leading one.
+        let index = match raw.remove("entry_digests") {
+            Some(Value::Object(map)) => Some(EntryIndex {
+                text: Value::Object(map).to_string().into(),
+            }),
+            Some(_) => None,
+            None => leading.map(|text| EntryIndex { text: text.into() }),
         };
-        let TopLevel(Some((raw, index))) = top else {
-            return RolloutState {
-                present: true,
-                error: Some("state file is not a JSON object".into()),
-                ..RolloutState::default()
-            };
-        };
-        let index = index
-            .filter(|text| text.get().starts_with('{'))
-            .map(|text| EntryIndex {
-                text: text.get().into(),
-            });
         RolloutState::from_fields(raw, index)
     }
 
@@ -427,6 +387,9 @@ mod tests {
         // The last of duplicate keys wins, as in Python.
         assert_eq!(state.version, Some(2));
         assert!(!state.legacy_index());
+        let picked = state.entry_digests.as_ref().unwrap().entries_of(|id| id == "c2");
+        assert_eq!(picked.len(), 1, "an escaped id is picked by what it reads as");
+        assert!(picked["c2"].is_null());
         let index = state.entry_digests.unwrap().entries();
         assert_eq!(index["c1"], "ab");
         assert!(index["c2"].is_null());
@@ -486,21 +449,46 @@ mod tests {
         texts.push("{\"entry_digests\": {\"c1\": \"a\u{1}b\"}}".into());
         let mut not_utf8 = br#"{"entry_digests": {"c1": "a"#.to_vec();
         not_utf8.extend_from_slice(&[0xff, b'"', b'}', b'}']);
+        // Nested past serde_json's depth limit (128) by one level, inside the index.
+        texts.push(format!(
+            r#"{{"entry_digests":{{"a":{}{}}}}}"#,
+            "[".repeat(126),
+            "]".repeat(126)
+        ));
         let mut all: Vec<Vec<u8>> = texts.into_iter().map(String::into_bytes).collect();
         all.push(not_utf8);
+        // Every byte of a writer's state replaced by one that matters to a scan, and the
+        // state cut short at every byte.
+        let base = br#"{"entry_digests": {"c1": "ab", "c2": null},"frozen":false,"version":2}"#;
+        for at in 0..base.len() {
+            for byte in [b'"', b'\\', b',', b'}', b'{', b' ', b'\t', 1, 0x80, 0xff, b'n', b'1'] {
+                let mut text = base.to_vec();
+                text[at] = byte;
+                all.push(text);
+            }
+            all.push(base[..at].to_vec());
+        }
         for text in &all {
-            let (scanned, parsed) = (
+            let (mut scanned, mut parsed) = (
                 RolloutState::parse_from(text, true),
                 RolloutState::parse_from(text, false),
             );
             let shown = String::from_utf8_lossy(text);
-            assert_eq!(scanned, parsed, "{shown}");
             assert_eq!(
-                scanned.entry_digests.map(|index| index.entries()),
-                parsed.entry_digests.map(|index| index.entries()),
+                scanned.entry_digests.take().map(|index| index.entries()),
+                parsed.entry_digests.take().map(|index| index.entries()),
                 "{shown}"
             );
+            // The rest, errors and their messages included.
+            assert_eq!(scanned, parsed, "{shown}");
         }
+        // Too deep is refused either way, as it always was.
+        let deep = format!(
+            r#"{{"entry_digests":{{"a":{}{}}}}}"#,
+            "[".repeat(126),
+            "]".repeat(126)
+        );
+        assert!(RolloutState::parse(deep.as_bytes()).error.is_some());
         // The first is scanned, not parsed: its index is kept as written.
         crate::work::take();
         let first = RolloutState::parse(&all[0]);

@@ -15,7 +15,6 @@ use super::intents::IntentsCache;
 use super::{IssueKind, LinePos, ReadIssue, is_py_space, strip};
 use crate::store::layout::FileKind;
 use crate::store::record::{ArraySpans, EarlierArrays, RecordError, TokenRecord};
-use crate::store::state::EntryIndex;
 use crate::store::state::RolloutState;
 
 /// The bytes of a records file a read has at hand: all of them, or those from `base` on. The
@@ -429,19 +428,24 @@ pub(super) fn parse_records(
             .into_iter()
             .map(|key| (key, cache.lines[&key].clone()))
             .collect();
-        // Line digests are needed only for call ids seen more than once.
-        let index = state.entry_digests.as_ref().map(EntryIndex::entries);
-        let mut known: HashMap<&str, Option<Cow<'_, str>>> = index
-            .iter()
-            .flatten()
-            .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
-            .collect();
         let mut seen: HashMap<&str, usize> = HashMap::default();
         for (_, parsed) in &tail {
             if let Some(Ok(record)) = parsed {
                 *seen.entry(record.model_call_id.as_str()).or_default() += 1;
             }
         }
+        // Line digests are needed only for call ids seen more than once: the index's of the
+        // tail's ids (the writer's line comes before its state, so a reader often meets a
+        // tail of one line; the index has an entry for every call).
+        let index = state
+            .entry_digests
+            .as_ref()
+            .map(|index| index.entries_of(|id| seen.contains_key(id)));
+        let mut known: HashMap<&str, Option<Cow<'_, str>>> = index
+            .iter()
+            .flatten()
+            .map(|(id, digest)| (id.as_str(), digest.as_str().map(Cow::Borrowed)))
+            .collect();
         for ((start, end), parsed) in &tail {
             let (start, end) = (*start, *end);
             let at = line_starts.pos(start);

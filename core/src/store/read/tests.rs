@@ -211,6 +211,37 @@ fn indexed_region_is_trusted_but_still_read() {
     assert_eq!(issues[0].kind, IssueKind::BadState);
 }
 
+/// A reader between the writer's line and its state meets a tail of one line: the index (an
+/// entry a call) is looked up for that line's id alone, and still finds a conflict with it.
+#[test]
+fn a_tail_looks_up_its_own_ids_in_the_index() {
+    let lines: Vec<String> = (0..50).map(|n| rec(&format!("c{n}"), n as f64)).collect();
+    let indexed: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let index: String = (0..50)
+        .map(|n| format!(r#""c{n}":"{:064x}""#, n))
+        .collect::<Vec<_>>()
+        .join(",");
+    let state = RolloutState::parse(
+        format!(r#"{{"entry_digests":{{{index}}},"indexed_size":{},"version":50}}"#, indexed.len())
+            .as_bytes(),
+    );
+    // A new call past the index: nothing of the index built.
+    let data = format!("{indexed}{}\n", rec("c50", 50.0));
+    crate::work::take();
+    let (parsed, issues) = parse_with(&data, &state, DEFAULT_LINE_LIMIT);
+    assert_eq!((parsed.records.len(), issues.len()), (51, 0), "{issues:?}");
+    assert_eq!(crate::work::take().index_entries_built, 0);
+    // A line past the index repeating an indexed id with other bytes: a conflict, found by
+    // that one entry.
+    let data = format!("{indexed}{}\n", rec("c7", 99.0));
+    let (_, issues) = parse_with(&data, &state, DEFAULT_LINE_LIMIT);
+    assert_eq!(crate::work::take().index_entries_built, 1);
+    assert!(
+        issues.iter().any(|issue| issue.kind == IssueKind::Conflict),
+        "{issues:?}"
+    );
+}
+
 #[test]
 fn intents_split_like_python() {
     assert_eq!(
