@@ -44,59 +44,48 @@ pub fn line_digest(line: &[u8]) -> String {
         .collect()
 }
 
-/// The call id of a record line, read without parsing the rest of it (its token arrays are
-/// most of it); `None` for a line that names none.
+/// The call id a record line names at its top level (`None` for a line that is not a JSON
+/// object naming one).
 fn line_call_id(line: &[u8]) -> Option<String> {
-    use serde::Deserialize;
-    const KEY: &[u8] = br#""model_call_id""#;
-    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
-    let rest = std::str::from_utf8(&line[at..]).ok()?;
-    let value = rest.trim_start().strip_prefix(':')?;
-    String::deserialize(&mut serde_json::Deserializer::from_str(value)).ok()
+    #[derive(serde::Deserialize)]
+    struct Named {
+        model_call_id: String,
+    }
+    serde_json::from_slice::<Named>(line)
+        .ok()
+        .map(|named| named.model_call_id)
 }
 
-/// A record line's digest indexed in `state` under its call id (the first digest of an id
-/// stays, as the reference refuses a different payload for an id it has).
-fn index_line(state: &mut Value, line: &[u8]) {
-    let Some(call_id) = line_call_id(line) else {
-        return;
-    };
-    if !state["entry_digests"].is_object() {
-        state["entry_digests"] = json!({});
-    }
-    if let Some(index) = state["entry_digests"].as_object_mut() {
-        index
-            .entry(call_id)
-            .or_insert_with(|| Value::String(line_digest(line)));
-    }
+/// Python's `bytes.strip()`: ASCII whitespace, vertical tab and form feed included.
+fn py_strip(bytes: &[u8]) -> &[u8] {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(start, |at| at + 1);
+    &bytes[start..end]
 }
 
-/// `_sync_entry_index`: the lines of `records` past the state's `indexed_size` digested into
-/// its index (a store written before, or by a writer that did not index).
-fn index_tail(records: &Path, state: &mut Value) -> std::io::Result<()> {
-    use std::io::{Read, Seek};
-    let mut file = match std::fs::File::open(records) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    // As the reference: the size first, and only the lines past the index read.
-    let size = file.metadata()?.len();
-    let indexed = state["indexed_size"].as_u64().unwrap_or(0).min(size);
-    if indexed == size && state["entry_digests"].is_object() {
-        return Ok(());
-    }
-    let mut tail = Vec::new();
-    file.seek(std::io::SeekFrom::Start(indexed))?;
-    file.read_to_end(&mut tail)?;
-    for line in tail.split(|&b| b == b'\n') {
-        let line = line.trim_ascii();
-        if !line.is_empty() {
-            index_line(state, line);
+fn invalid(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
+}
+
+/// A state's keys sorted at every level, as the reference writes it (`OPT_SORT_KEYS`).
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|key| (key.clone(), sorted(&map[key])))
+                    .collect(),
+            )
         }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
     }
-    state["indexed_size"] = json!(indexed + tail.len() as u64);
-    Ok(())
 }
 
 impl RunWriter {
@@ -130,10 +119,10 @@ impl RunWriter {
             })
     }
 
-    /// Written aside and renamed over, as the writer replaces its state.
+    /// Written aside and renamed over, as the writer replaces its state (keys sorted).
     fn write_state(&self, id: &str, state: &Value) -> std::io::Result<()> {
         let aside = self.dir.join(format!(".tokens-state-{id}"));
-        std::fs::write(&aside, format!("{state}\n"))?;
+        std::fs::write(&aside, format!("{}\n", sorted(state)))?;
         std::fs::rename(aside, self.path(id, ".tokens.state.json"))
     }
 
@@ -180,19 +169,149 @@ impl RunWriter {
 
     /// `append` of a record already serialized (`line`, without its newline), as the
     /// reference appends: the state's index of line digests first brought up to the file
-    /// (`_sync_entry_index`: each line past `indexed_size` digested), then the line
+    /// ([`RunWriter::index`]); a call id indexed already with the same digest is not written
+    /// again, with another is refused (the rollout marked incomplete); else the line is
     /// appended, its digest indexed under its call id and the state replaced. The index
     /// grows with every call, so a reader reads a longer state at every append.
     pub fn append_record_line(&self, id: &str, line: &str) -> std::io::Result<()> {
         self.lock(id)?;
         let records = self.path(id, ".tokens.jsonl");
         let mut state = self.state(id);
-        index_tail(&records, &mut state)?;
+        let index_changed = self.sync_index(id, &records, &mut state)?;
+        let digest = line_digest(line.as_bytes());
+        let call_id = line_call_id(line.as_bytes())
+            .ok_or_else(|| invalid(format!("{id}: a record line names no call id")))?;
+        match state["entry_digests"].get(&call_id) {
+            Some(existing) if existing == digest.as_str() => {
+                return if index_changed {
+                    self.write_state(id, &state)
+                } else {
+                    Ok(())
+                };
+            }
+            Some(_) => {
+                self.mark_incomplete_state(id, &mut state)?;
+                return Err(invalid(format!(
+                    "model call id {call_id:?} was reused with a different payload"
+                )));
+            }
+            None => {}
+        }
         let size = self.append_line(&records, line)?;
-        index_line(&mut state, line.as_bytes());
+        state["indexed_size"] = json!(size);
+        state["entry_digests"][call_id] = json!(digest);
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, &state)
+    }
+
+    /// A record line written whatever the index holds, as no reference writer would (a
+    /// store another writer, or a lost state, left with repeated call ids): the line
+    /// appended and the index as `append` leaves it, the first digest of an id kept.
+    pub fn append_line_anyway(&self, id: &str, line: &str) -> std::io::Result<()> {
+        self.lock(id)?;
+        let records = self.path(id, ".tokens.jsonl");
+        let mut state = self.state(id);
+        self.sync_index(id, &records, &mut state)?;
+        let size = self.append_line(&records, line)?;
+        if let Some(call_id) = line_call_id(line.as_bytes()) {
+            let index = &mut state["entry_digests"];
+            if index.get(&call_id).is_none() {
+                index[call_id] = json!(line_digest(line.as_bytes()));
+            }
+        }
         state["indexed_size"] = json!(size);
         state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
         self.write_state(id, &state)
+    }
+
+    /// [`RunWriter::append_line_anyway`] of a call.
+    pub fn append_anyway(&self, id: &str, call: &Call) -> std::io::Result<()> {
+        self.append_line_anyway(id, &call.to_line(id))
+    }
+
+    fn mark_incomplete_state(&self, id: &str, state: &mut Value) -> std::io::Result<()> {
+        state["incomplete"] = json!(true);
+        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        self.write_state(id, state)
+    }
+
+    /// `_sync_entry_index`: the lines of `records` past the state's `indexed_size` digested
+    /// into its index, whether it changed. As the reference: an index that is not an object
+    /// (or a size that is not an int) is legacy, rebuilt from the size it names (else 0); a
+    /// size past the file is an error; a line that does not parse is corruption before more
+    /// content and a torn write at the end (cut off, the file truncated); a call id with two
+    /// payloads marks the rollout incomplete and is an error; the version grows by the lines
+    /// recovered (not for a legacy state).
+    fn sync_index(&self, id: &str, records: &Path, state: &mut Value) -> std::io::Result<bool> {
+        use std::io::{Read, Seek};
+        let mut file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(records)
+        {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let mut size = match &file {
+            Some(file) => file.metadata()?.len(),
+            None => 0,
+        };
+        let legacy = !state["entry_digests"].is_object() || !state["indexed_size"].is_i64();
+        if !state["entry_digests"].is_object() {
+            state["entry_digests"] = json!({});
+        }
+        let indexed = state["indexed_size"].as_i64().unwrap_or(0);
+        if indexed < 0 || indexed as u64 > size {
+            return Err(invalid(format!("{id}: invalid token-capture index offset")));
+        }
+        let indexed = indexed as u64;
+        if indexed == size && !legacy {
+            return Ok(false);
+        }
+        let mut recovered = 0;
+        if let Some(file) = &mut file {
+            let mut tail = Vec::new();
+            file.seek(std::io::SeekFrom::Start(indexed))?;
+            file.read_to_end(&mut tail)?;
+            let mut position = 0;
+            while position < tail.len() {
+                let end = tail[position..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(tail.len(), |at| position + at);
+                let payload = py_strip(&tail[position..end]);
+                if !payload.is_empty() {
+                    if serde_json::from_slice::<serde::de::IgnoredAny>(payload).is_err() {
+                        if !py_strip(tail.get(end + 1..).unwrap_or_default()).is_empty() {
+                            return Err(invalid(format!("{id}: a malformed line before more")));
+                        }
+                        // A torn final line was never acknowledged: cut off.
+                        size = indexed + position as u64;
+                        file.set_len(size)?;
+                        break;
+                    }
+                    let call_id = line_call_id(payload).unwrap_or_default();
+                    let digest = line_digest(payload);
+                    match state["entry_digests"].get(&call_id) {
+                        Some(existing) if existing != digest.as_str() => {
+                            self.mark_incomplete_state(id, state)?;
+                            return Err(invalid(format!(
+                                "model call id {call_id:?} has conflicting durable payloads"
+                            )));
+                        }
+                        _ => state["entry_digests"][call_id] = json!(digest),
+                    }
+                    recovered += 1;
+                }
+                position = end + 1;
+            }
+        }
+        state["indexed_size"] = json!(size);
+        if recovered > 0 && !legacy {
+            state["version"] = json!(state["version"].as_u64().unwrap_or(0) + recovered);
+        }
+        Ok(true)
     }
 
     /// `_sync_entry_index` alone: the lines past the state's index digested into it and the
@@ -200,8 +319,10 @@ impl RunWriter {
     /// [`Rollout::write`] has no index).
     pub fn index(&self, id: &str) -> std::io::Result<()> {
         let mut state = self.state(id);
-        index_tail(&self.path(id, ".tokens.jsonl"), &mut state)?;
-        self.write_state(id, &state)
+        if self.sync_index(id, &self.path(id, ".tokens.jsonl"), &mut state)? {
+            self.write_state(id, &state)?;
+        }
+        Ok(())
     }
 
     /// `freeze_now`: the snapshot is taken.

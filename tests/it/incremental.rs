@@ -368,7 +368,7 @@ fn appends_extend_the_build_exactly_as_building_again() {
                         &format!("seed {seed} turn {turn}, intent"),
                     );
                 }
-                writer.append(ROLLOUT, call).unwrap();
+                writer.append_anyway(ROLLOUT, call).unwrap();
             }
             work::take();
             let events = store.poll().unwrap();
@@ -557,6 +557,11 @@ fn the_writer_indexes_every_line_as_the_reference_does() {
     )
     .unwrap();
     assert_eq!(state["indexed_size"], records.len());
+    // Four lines recovered into the index, two appended.
+    assert_eq!(state["version"], 4 + 4 + 2);
+    // Keys sorted, as the reference writes them: the index first.
+    let text = std::fs::read_to_string(dir.join(format!("{ROLLOUT}.tokens.state.json"))).unwrap();
+    assert!(text.starts_with(r#"{"entry_digests":{"#), "{text}");
     let index = state["entry_digests"].as_object().unwrap();
     assert_eq!(index.len(), 6);
     for (call, line) in rollout.calls.iter().zip(records.split(|&b| b == b'\n')) {
@@ -574,4 +579,19 @@ fn the_writer_indexes_every_line_as_the_reference_does() {
     });
     assert!(capture.issues.is_empty(), "{:?}", capture.issues);
     assert_eq!(capture.records.len(), 6);
+    // The same record again is not written again; another payload for its id is refused
+    // and marks the rollout incomplete.
+    let last = rollout.calls.last().unwrap();
+    writer.append(ROLLOUT, last).unwrap();
+    let records_path = dir.join(format!("{ROLLOUT}.tokens.jsonl"));
+    assert_eq!(std::fs::read(&records_path).unwrap(), records);
+    let mut other = last.clone();
+    other.generation.push(1);
+    assert!(writer.append(ROLLOUT, &other).is_err());
+    assert_eq!(std::fs::read(&records_path).unwrap(), records);
+    let capture = read_capture(&RolloutLocation {
+        dir: dir.to_path_buf(),
+        id: ROLLOUT.into(),
+    });
+    assert!(capture.state.incomplete);
 }

@@ -387,8 +387,16 @@ mod tests {
         // The last of duplicate keys wins, as in Python.
         assert_eq!(state.version, Some(2));
         assert!(!state.legacy_index());
-        let picked = state.entry_digests.as_ref().unwrap().entries_of(|id| id == "c2");
-        assert_eq!(picked.len(), 1, "an escaped id is picked by what it reads as");
+        let picked = state
+            .entry_digests
+            .as_ref()
+            .unwrap()
+            .entries_of(|id| id == "c2");
+        assert_eq!(
+            picked.len(),
+            1,
+            "an escaped id is picked by what it reads as"
+        );
         assert!(picked["c2"].is_null());
         let index = state.entry_digests.unwrap().entries();
         assert_eq!(index["c1"], "ab");
@@ -461,7 +469,9 @@ mod tests {
         // state cut short at every byte.
         let base = br#"{"entry_digests": {"c1": "ab", "c2": null},"frozen":false,"version":2}"#;
         for at in 0..base.len() {
-            for byte in [b'"', b'\\', b',', b'}', b'{', b' ', b'\t', 1, 0x80, 0xff, b'n', b'1'] {
+            for byte in [
+                b'"', b'\\', b',', b'}', b'{', b' ', b'\t', 1, 0x80, 0xff, b'n', b'1',
+            ] {
                 let mut text = base.to_vec();
                 text[at] = byte;
                 all.push(text);

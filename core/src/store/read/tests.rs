@@ -222,8 +222,11 @@ fn a_tail_looks_up_its_own_ids_in_the_index() {
         .collect::<Vec<_>>()
         .join(",");
     let state = RolloutState::parse(
-        format!(r#"{{"entry_digests":{{{index}}},"indexed_size":{},"version":50}}"#, indexed.len())
-            .as_bytes(),
+        format!(
+            r#"{{"entry_digests":{{{index}}},"indexed_size":{},"version":50}}"#,
+            indexed.len()
+        )
+        .as_bytes(),
     );
     // A new call past the index: nothing of the index built.
     let data = format!("{indexed}{}\n", rec("c50", 50.0));
