@@ -55,8 +55,9 @@ pub struct Work {
     /// lines past the index; a live append's state covers its line, see
     /// `store::state::EntryIndex`).
     pub index_entries_built: u64,
-    /// Bytes of a state file's index gone through the JSON parser to be checked (the
-    /// reference's own index, plain, is checked by a scan; see `store::state`).
+    /// Bytes of state files that hold an index and went through the JSON parser whole (the
+    /// reference's own index, plain, is checked by a scan and only the rest is parsed; see
+    /// `store::state`).
     pub index_bytes_parsed: u64,
 }
 

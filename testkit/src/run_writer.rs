@@ -172,7 +172,10 @@ impl RunWriter {
     /// ([`RunWriter::index`]); a call id indexed already with the same digest is not written
     /// again, with another is refused (the rollout marked incomplete); else the line is
     /// appended, its digest indexed under its call id and the state replaced. The index
-    /// grows with every call, so a reader reads a longer state at every append.
+    /// grows with every call, so a reader reads a longer state at every append. A frozen
+    /// or retired rollout refuses it; a null digest counts as none. Unlike the reference, a
+    /// state that does not parse is taken as a new one, and a version or size is read as
+    /// an integer only when it is one.
     pub fn append_record_line(&self, id: &str, line: &str) -> std::io::Result<()> {
         self.lock(id)?;
         let records = self.path(id, ".tokens.jsonl");
@@ -181,7 +184,14 @@ impl RunWriter {
         let digest = line_digest(line.as_bytes());
         let call_id = line_call_id(line.as_bytes())
             .ok_or_else(|| invalid(format!("{id}: a record line names no call id")))?;
-        match state["entry_digests"].get(&call_id) {
+        if state["retired"].as_bool() == Some(true) || state["frozen"].as_bool() == Some(true) {
+            return Err(invalid(format!("{id}: token capture is frozen or retired")));
+        }
+        // A null digest counts as none, as Python's `dict.get` gives `None` for it.
+        match state["entry_digests"]
+            .get(&call_id)
+            .filter(|d| !d.is_null())
+        {
             Some(existing) if existing == digest.as_str() => {
                 return if index_changed {
                     self.write_state(id, &state)
@@ -293,7 +303,10 @@ impl RunWriter {
                     }
                     let call_id = line_call_id(payload).unwrap_or_default();
                     let digest = line_digest(payload);
-                    match state["entry_digests"].get(&call_id) {
+                    match state["entry_digests"]
+                        .get(&call_id)
+                        .filter(|d| !d.is_null())
+                    {
                         Some(existing) if existing != digest.as_str() => {
                             self.mark_incomplete_state(id, state)?;
                             return Err(invalid(format!(

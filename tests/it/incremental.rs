@@ -594,4 +594,10 @@ fn the_writer_indexes_every_line_as_the_reference_does() {
         id: ROLLOUT.into(),
     });
     assert!(capture.state.incomplete);
+    // Frozen, the rollout takes no more records.
+    writer.freeze(ROLLOUT).unwrap();
+    let mut after = last.clone();
+    after.id = "after-freeze".into();
+    assert!(writer.append(ROLLOUT, &after).is_err());
+    assert_eq!(std::fs::read(&records_path).unwrap(), records);
 }
