@@ -71,6 +71,11 @@ fn invalid(message: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, message)
 }
 
+/// The state's version grown by `by` (every change grows it).
+fn bump_version(state: &mut Value, by: u64) {
+    state["version"] = json!(state["version"].as_u64().unwrap_or(0) + by);
+}
+
 /// A state's keys sorted at every level, as the reference writes it (`OPT_SORT_KEYS`).
 fn sorted(value: &Value) -> Value {
     match value {
@@ -210,7 +215,7 @@ impl RunWriter {
         let size = self.append_line(&records, line)?;
         state["indexed_size"] = json!(size);
         state["entry_digests"][call_id] = json!(digest);
-        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        bump_version(&mut state, 1);
         self.write_state(id, &state)
     }
 
@@ -230,7 +235,7 @@ impl RunWriter {
             }
         }
         state["indexed_size"] = json!(size);
-        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        bump_version(&mut state, 1);
         self.write_state(id, &state)
     }
 
@@ -241,7 +246,7 @@ impl RunWriter {
 
     fn mark_incomplete_state(&self, id: &str, state: &mut Value) -> std::io::Result<()> {
         state["incomplete"] = json!(true);
-        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        bump_version(state, 1);
         self.write_state(id, state)
     }
 
@@ -322,7 +327,7 @@ impl RunWriter {
         }
         state["indexed_size"] = json!(size);
         if recovered > 0 && !legacy {
-            state["version"] = json!(state["version"].as_u64().unwrap_or(0) + recovered);
+            bump_version(state, recovered);
         }
         Ok(true)
     }
@@ -343,7 +348,7 @@ impl RunWriter {
         let mut state = self.state(id);
         state["frozen"] = json!(true);
         state["snapshot_id"] = json!(format!("snap-{id}"));
-        state["version"] = json!(state["version"].as_u64().unwrap_or(0) + 1);
+        bump_version(&mut state, 1);
         self.write_state(id, &state)
     }
 

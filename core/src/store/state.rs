@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::store::record::skip_ws;
+
 /// The parsed state of a rollout; defaults when the file does not exist.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RolloutState {
@@ -129,14 +131,6 @@ pub(crate) fn py_int(value: &Value) -> Option<i64> {
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
-}
-
-/// JSON's whitespace from `at` on skipped.
-fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// Where a state's text opens with its index, plain: the index's bytes and where the rest of

@@ -250,7 +250,8 @@ impl Arrays<'_> {
     }
 }
 
-fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+/// JSON's whitespace from `at` on skipped.
+pub(crate) fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
     while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\r' | b'\t')) {
         at += 1;
     }

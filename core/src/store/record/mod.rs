@@ -17,6 +17,7 @@ use super::seq::TokenSeq;
 mod deserialize;
 mod fast;
 
+pub(crate) use fast::skip_ws;
 #[cfg(test)]
 pub(crate) use fast::take_tokens_read_from_digits;
 pub use fast::{ArraySpans, EarlierArrays};
